@@ -1,0 +1,80 @@
+"""Save and load FEAT weights with their config, a format version and a sha256 of the weights.
+
+A missing, truncated, corrupted or mismatched file raises `CheckpointError`, whose
+message names the file and the problem.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import ModelConfig
+from .model import FEAT
+
+FORMAT = "feat-checkpoint"
+VERSION = 1
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "assets" / "feat-small.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file and why."""
+
+
+def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
+    """sha256 over the names, dtypes, shapes and bytes of every tensor, in name order."""
+    h = hashlib.sha256()
+    for k in sorted(state_dict):
+        t = state_dict[k].detach().cpu().contiguous()
+        h.update(f"{k}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def save_checkpoint(path: str | os.PathLike, model: FEAT, meta: dict[str, Any] | None = None, half: bool = False) -> str:
+    """Write model weights (fp16 if `half`), config and meta atomically. Returns the sha256."""
+    sd = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu().clone() for k, v in model.state_dict().items()}
+    digest = weights_sha256(sd)
+    blob = {"format": FORMAT, "version": VERSION, "config": model.cfg.to_dict(), "meta": meta or {},
+            "state_dict": sd, "sha256": digest}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
+    return digest
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Load and verify a checkpoint file; raises CheckpointError naming the file and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path}: file not found")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated zip, garbage bytes, unpickling refused ...
+        raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {e}); the file is truncated or not a FEAT checkpoint") from None
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path}: not a FEAT checkpoint (no '{FORMAT}' header)")
+    if blob.get("version") != VERSION:
+        raise CheckpointError(f"checkpoint {path}: format version {blob.get('version')} is not supported (expected {VERSION})")
+    digest = weights_sha256(blob["state_dict"])
+    if digest != blob.get("sha256"):
+        raise CheckpointError(f"checkpoint {path}: sha256 mismatch (stored {str(blob.get('sha256'))[:12]}..., computed {digest[:12]}...): the weights are corrupted")
+    return blob
+
+
+def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.device = "cpu") -> tuple[FEAT, dict[str, Any]]:
+    """Build the model from a checkpoint (default: the shipped one) in eval mode, fp32 weights."""
+    path = DEFAULT_CHECKPOINT if path is None else Path(path)
+    blob = read_checkpoint(path)
+    model = FEAT(ModelConfig.from_dict(blob["config"]))
+    sd = {k: (v.float() if v.is_floating_point() else v) for k, v in blob["state_dict"].items()}
+    try:
+        model.load_state_dict(sd)
+    except RuntimeError as e:
+        raise CheckpointError(f"checkpoint {path}: weights do not match its config ({str(e).splitlines()[0]})") from None
+    return model.to(device).eval(), blob["meta"]

@@ -1,0 +1,116 @@
+"""Frozen configuration dataclasses: the model, the prior, training and inference."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+def _from_dict(cls, d: dict[str, Any]):
+    """Build a dataclass from a dict, ignoring unknown keys and turning lists into tuples."""
+    names = {f.name for f in fields(cls)}
+    kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
+    return cls(**kw)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of the FEAT network (paper section 4)."""
+
+    d_model: int = 128            # d: width of every cell token
+    n_blocks: int = 4             # L: dual-axis blocks
+    schedule: tuple[str, ...] = ("afbm", "afbm", "afbm", "gla")  # sample-axis mixer per block, repeated
+    attn_heads: int = 4           # feature-axis MHSA heads
+    ffn_mult: int = 2             # feature-axis FFN hidden = ffn_mult * d
+    d_state: int = 16             # Mamba-2 state size N
+    ssm_heads: int = 4            # Mamba-2 heads; head dim = expand * d / ssm_heads
+    expand: int = 1               # Mamba-2 inner width = expand * d
+    chunk_size: int = 64          # SSD chunk length Q
+    conv_kernel: int = 5          # Conv-GLA depthwise kernel K
+    gla_heads: int = 4            # Conv-GLA heads
+    max_classes: int = 10         # classification head size
+    d_hidden: int = 128           # hidden width of the prediction heads
+    dfe_rank: int = 32            # S-DFE identity rank (d/4 in the paper)
+
+    def mixer(self, block: int) -> str:
+        """Sample-axis mixer of block `block` ('afbm' or 'gla')."""
+        return self.schedule[block % len(self.schedule)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
+        return _from_dict(cls, d)
+
+
+@dataclass(frozen=True)
+class InferenceConfig:
+    """Memory and precision knobs of the inference runner; none of them changes the maths."""
+
+    row_chunk: int = 8192         # rows per feature-axis chunk
+    col_chunk: int = 4            # columns per sample-axis chunk
+    query_chunk: int = 4096       # query rows per streamed pass
+    autocast_bf16: bool = False   # bf16 matmuls (fp32 scan states)
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """Ranges of the hybrid SCM prior (paper section 4.5.1) and the real-table mix."""
+
+    min_rows: int = 64
+    max_rows: int = 512
+    min_features: int = 1
+    max_features: int = 24
+    min_ctx_frac: float = 0.3
+    max_ctx_frac: float = 0.9
+    min_query: int = 16
+    p_classification: float = 0.6
+    max_classes: int = 10
+    p_binary: float = 0.5
+    p_categorical_table: float = 0.3
+    p_missing_table: float = 0.5
+    max_missing_rate: float = 0.3
+    mask_rate: tuple[float, float] = (0.05, 0.2)   # reconstruction masks on query rows
+    p_impute_only: float = 0.1                      # batches where all rows are context and unlabelled
+    p_real: float = 0.3                             # fraction of batches from allowlisted real tables
+    mask_mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # cell / stripe / block
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PriorConfig":
+        return _from_dict(cls, d)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Pretraining loop settings."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    batch_size: int = 16
+    lr: float = 1.5e-3
+    weight_decay: float = 0.0
+    warmup_steps: int = 200
+    clip: float = 1.0
+    huber_delta: float = 1.0
+    bf16: bool = True
+    seed: int = 0
+    workers: int = 1
+    checkpoint_minutes: float = 5.0
+    eval_minutes: float = 15.0
+    out_dir: str = "runs/pretrain"
+    max_steps: int = 10**9
+    threads: int = 0               # torch intra-op threads (0: torch default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        d = dict(d)
+        model = ModelConfig.from_dict(d.pop("model", {}) or {})
+        prior = PriorConfig.from_dict(d.pop("prior", {}) or {})
+        base = _from_dict(cls, d)
+        return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, "model": model, "prior": prior})

@@ -1,0 +1,120 @@
+"""The memory-bounded inference runner: one context pass, then query rows in chunks.
+
+The context is encoded once, layer by layer, with the feature axis in row chunks and
+the sample-axis mixers a few columns at a time, updating the token tensor in place, so
+peak memory is about one copy of the context tokens plus bounded scratch. Query rows
+then stream through the blocks in chunks, reading the cached per-layer states; each
+query's output does not depend on the chunking (see docs/design.md).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .config import InferenceConfig
+from .model import FEAT
+
+Progress = Callable[[int, int, str], None]
+
+# bytes of scratch one (row x column) sequence element costs in a sample-axis mixer, per
+# embedding channel (projections, both scan directions, gates), measured loosely
+_MIXER_BYTES_PER_ELEM = 48
+
+
+@dataclass
+class RunResult:
+    logits: np.ndarray | None     # (M, max_classes) query logits (absent classes -inf)
+    pred: np.ndarray | None       # (M,) standardised regression predictions
+    recon: np.ndarray | None      # (N, D) reconstruction of every context row (imputation)
+    attention: list[np.ndarray] | None  # per block (heads, C, C), summed over rows
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """'auto' -> CUDA when available, else CPU."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2.0e9) -> int:
+    """How many columns the sample-axis mixers take at once for `n_rows` rows within the budget."""
+    per_col = n_rows * d_model * _MIXER_BYTES_PER_ELEM
+    return int(max(1, min(n_cols, budget_bytes // max(per_col, 1))))
+
+
+def _autocast(device: torch.device, enabled: bool):
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+@torch.no_grad()
+def run(
+    model: FEAT,
+    x_ctx: np.ndarray | Tensor,
+    y_ctx: np.ndarray | Tensor | None,
+    x_query: np.ndarray | Tensor | None,
+    task: str | None,
+    n_classes: int | None = None,
+    column_ids: Tensor | None = None,
+    cfg: InferenceConfig = InferenceConfig(),
+    device: str | torch.device = "auto",
+    want_recon: bool = False,
+    want_attention: bool = False,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Predict one table: (N, D) context (+ labels), then (M, D) query rows.
+
+    x values are preprocessed floats with NaN for missing cells. `y_ctx` holds class
+    indices or standardised targets; None makes every row unlabelled context (imputation).
+    """
+    dev = resolve_device(device)
+    model = model.to(dev).eval()
+    x_ctx = torch.as_tensor(np.asarray(x_ctx, dtype=np.float32) if not isinstance(x_ctx, Tensor) else x_ctx).float()
+    N, D = x_ctx.shape
+    if column_ids is None:
+        column_ids = model.column_ids(1, D)
+    column_ids = column_ids.to(dev)
+    y = None if y_ctx is None else torch.as_tensor(np.asarray(y_ctx, dtype=np.float32)).view(1, -1).to(dev)
+    n_q = 0 if x_query is None else len(x_query)
+    n_q_chunks = (n_q + cfg.query_chunk - 1) // cfg.query_chunk
+    total = model.cfg.n_blocks + n_q_chunks
+    say = progress or (lambda done, tot, msg: None)
+    say(0, total, f"encoding {N} context rows")
+
+    with _autocast(dev, cfg.autocast_bf16):
+        cols = min(cfg.col_chunk, column_chunk(N, D + 1, model.cfg.d_model))
+        h, states, attn = model.encode_context(
+            x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
+            row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
+        )
+        say(model.cfg.n_blocks, total, "context encoded")
+        recon = model.reconstruct(h)[0].cpu().numpy() if want_recon else None
+        del h
+        logits, preds = [], []
+        if n_q:
+            xq = torch.as_tensor(np.asarray(x_query, dtype=np.float32) if not isinstance(x_query, Tensor) else x_query).float()
+            for c, i in enumerate(range(0, n_q, cfg.query_chunk)):
+                hq, aq = model.decode_queries(xq[i:i + cfg.query_chunk].unsqueeze(0).to(dev), states, column_ids, want_attention)
+                lg, pr = model.heads(hq, task, n_classes)
+                if lg is not None:
+                    logits.append(lg[0].cpu())
+                if pr is not None:
+                    preds.append(pr[0].cpu())
+                if want_attention:
+                    attn = [a + b for a, b in zip(attn, aq)]
+                say(model.cfg.n_blocks + c + 1, total, f"query rows {min(n_q, i + cfg.query_chunk)}/{n_q}")
+    att = None
+    if want_attention:
+        att = [(a[0] / (N + n_q)).cpu().numpy() for a in attn]
+    return RunResult(
+        logits=torch.cat(logits).numpy() if logits else None,
+        pred=torch.cat(preds).numpy() if preds else None,
+        recon=recon,
+        attention=att,
+    )

@@ -1,0 +1,82 @@
+"""AFBM: bidirectional Mamba-2 along the rows of each column, fused by W_fuse (paper Eq. W_fuse).
+
+Each column is one sequence of rows. With the Mamba-2 operator M (lower triangular,
+M[i, k] = (C_i . B_k) dt_k exp(sum_{k<j<=i} dt_j A)), the two streams are
+
+    forward  y_f = M x + D x          (rows k <= i, the diagonal and the skip once)
+    backward y_b = strict_upper(M') x (rows k > i: the reversed scan minus its diagonal)
+
+so that the diagonal is counted once, and the fused output is
+W_fuse [RMSNorm(y_f * SiLU(z)) || RMSNorm(y_b * SiLU(z))].
+
+Context/query semantics: the scan runs over the context rows only. A query row reads
+the final forward state as if it came right after the last context row, and the final
+backward state as if it came right before the first: it never writes to any state, so
+its output does not depend on the other query rows.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..config import ModelConfig
+from .kernels import selective_scan
+
+
+class AFBM(nn.Module):
+    """Bidirectional Mamba-2 sample-axis mixer. Input and output: (b, N, d) for b column sequences."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d, h, n = cfg.d_model, cfg.ssm_heads, cfg.d_state
+        self.d_inner = cfg.expand * d
+        self.heads, self.head_dim, self.d_state = h, self.d_inner // h, n
+        self.chunk_size = cfg.chunk_size
+        self.in_proj = nn.Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt
+        dt = torch.exp(torch.rand(h) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))   # softplus^-1(dt)
+        self.A_log = nn.Parameter(torch.log(torch.empty(h).uniform_(1, 16)))
+        self.D = nn.Parameter(torch.ones(h))
+        self.norm = nn.RMSNorm(2 * self.d_inner)
+        self.fuse = nn.Linear(2 * self.d_inner, d)                        # W_fuse
+
+    def _project(self, u: Tensor):
+        z, x, B, C, dt = self.in_proj(u).split([self.d_inner, self.d_inner, self.d_state, self.d_state, self.heads], -1)
+        x = F.silu(x).view(*x.shape[:-1], self.heads, self.head_dim)
+        dt = F.softplus(dt.float() + self.dt_bias)
+        return z, x, B, C, dt
+
+    def _fuse(self, z: Tensor, y_f: Tensor, y_b: Tensor) -> Tensor:
+        gate = F.silu(z)
+        y = torch.cat([y_f.flatten(-2).to(gate.dtype) * gate, y_b.flatten(-2).to(gate.dtype) * gate], -1)
+        return self.fuse(self.norm(y))
+
+    def context(self, u: Tensor, backend: str = "auto") -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Scan the context rows both ways. Returns the output and the final (forward, backward) states."""
+        z, x, B, C, dt = self._project(u)
+        A = -torch.exp(self.A_log.float())
+        y_f, s_f = selective_scan(x, dt, A, B, C, self.chunk_size, backend=backend)
+        flip = lambda t: t.flip(1)  # noqa: E731
+        y_b, s_b = selective_scan(flip(x), flip(dt), A, flip(B), flip(C), self.chunk_size, backend=backend)
+        xdt = x.float() * dt.unsqueeze(-1)
+        CB = (C.float() * B.float()).sum(-1)[..., None, None]            # (b, N, 1, 1)
+        y_b = flip(y_b) - CB * xdt                                         # drop the backward diagonal
+        y_f = y_f + self.D[:, None] * x.float()
+        return self._fuse(z, y_f, y_b), (s_f, s_b)
+
+    def query(self, u: Tensor, state: tuple[Tensor, Tensor]) -> Tensor:
+        """Query rows read the context's final states; no query writes to them."""
+        s_f, s_b = state
+        z, x, B, C, dt = self._project(u)
+        A = -torch.exp(self.A_log.float())
+        a = torch.exp(dt * A).unsqueeze(-1)                                # (b, M, h, 1)
+        Cf = C.float()
+        read_f = torch.einsum("bmn,bhpn->bmhp", Cf, s_f)
+        read_b = torch.einsum("bmn,bhpn->bmhp", Cf, s_b)
+        own = (Cf * B.float()).sum(-1)[..., None, None] * x.float() * dt.unsqueeze(-1)
+        y_f = a * read_f + own + self.D[:, None] * x.float()
+        y_b = a * read_b
+        return self._fuse(z, y_f, y_b)

@@ -1,0 +1,44 @@
+"""Feature-axis modelling: pre-LN MHSA + FFN over the D+1 tokens of each row (paper section 4.3.1).
+
+    F~ = F + MHSA(LN(F))
+    F^ = F~ + FFN(LN(F~))
+
+Rows never interact here. With `return_attention=True` the same output is computed
+with explicit softmax weights, which are returned as (..., heads, C, C): entry
+[i, j] is how much token i (the reader) attends to token j (the source).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..config import ModelConfig
+
+
+class FeatureAttention(nn.Module):
+    """MHSA + FFN across the columns of each row. Input: (..., C, d)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.heads = cfg.attn_heads
+        self.norm1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, cfg.ffn_mult * d), nn.GELU(), nn.Linear(cfg.ffn_mult * d, d))
+
+    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        *lead, C, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(-1, C, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if return_attention:
+            w = torch.softmax((q @ k.transpose(-1, -2)).float() / (d // self.heads) ** 0.5, dim=-1)
+            a = w.to(v.dtype) @ v
+        else:
+            w = None
+            a = F.scaled_dot_product_attention(q, k, v)
+        a = a.transpose(1, 2).reshape(*lead, C, d)
+        x = x + self.proj(a)
+        x = x + self.ffn(self.norm2(x))
+        return x, (None if w is None else w.view(*lead, self.heads, C, C))
