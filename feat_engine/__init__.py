@@ -1,5 +1,13 @@
 """FEAT: a zero-shot tabular foundation model whose cost grows linearly with the rows."""
 from .config import InferenceConfig, ModelConfig, PriorConfig, TrainConfig
+from .ensemble import load_model
+from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
+from .preprocess import FEATDataWarning, FEATInputError
+from .relations import pearson_matrix, relation_matrix, spearman_matrix
 
-__all__ = ["FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig"]
+__all__ = [
+    "FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig",
+    "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "pearson_matrix", "spearman_matrix",
+    "load_model", "FEATInputError", "FEATDataWarning",
+]

@@ -24,7 +24,7 @@ class ModelConfig:
     d_state: int = 16             # Mamba-2 state size N
     ssm_heads: int = 4            # Mamba-2 heads; head dim = expand * d / ssm_heads
     expand: int = 1               # Mamba-2 inner width = expand * d
-    chunk_size: int = 64          # SSD chunk length Q
+    chunk_size: int = 16          # SSD chunk length Q
     conv_kernel: int = 5          # Conv-GLA depthwise kernel K
     gla_heads: int = 4            # Conv-GLA heads
     max_classes: int = 10         # classification head size

@@ -1,0 +1,118 @@
+"""Shared machinery of the estimators and the relation matrix: the model cache, ensemble
+members (row permutation or subset, feature shuffle or subset, S-DFE seed) and progress.
+
+See docs/design.md, "Ensembling" and "More features than the model was trained on".
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from torch import Tensor
+
+from .checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+from .config import PriorConfig
+from .model import FEAT
+from .preprocess import FEATInputError
+
+Progress = Callable[[int, int, str], None]
+
+_CACHE: dict[tuple, tuple[FEAT, dict[str, Any]]] = {}
+_LOCK = threading.Lock()
+
+
+def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, dict[str, Any]]:
+    """Load a checkpoint once per (path, mtime, size) and keep it in a module-level cache.
+
+    The key includes the file's mtime and size, so a checkpoint replaced on disk is reloaded.
+    """
+    p = Path(DEFAULT_CHECKPOINT if path is None else path).resolve()
+    st = p.stat() if p.is_file() else None
+    key = (str(p), st.st_mtime_ns if st else None, st.st_size if st else None)
+    with _LOCK:
+        if key not in _CACHE:
+            for old in [k for k in _CACHE if k[0] == key[0]]:
+                del _CACHE[old]
+            _CACHE[key] = load_checkpoint(p)       # raises CheckpointError naming the file
+        return _CACHE[key]
+
+
+def load_model(path: str | os.PathLike | None = None) -> FEAT:
+    """The FEAT model of a checkpoint (default: the shipped assets/feat-small.pt), cached."""
+    return load_model_and_meta(path)[0]
+
+
+def resolve_model(checkpoint: str | os.PathLike | FEAT | None) -> tuple[FEAT, dict[str, Any]]:
+    """An estimator's `checkpoint` parameter (path, loaded model or None) -> (model, meta)."""
+    if isinstance(checkpoint, FEAT):
+        return checkpoint.eval(), {}
+    return load_model_and_meta(checkpoint)
+
+
+def trained_max_features(meta: dict[str, Any]) -> int:
+    """Widest table the checkpoint was pretrained on (its prior config, else the default prior)."""
+    prior = meta.get("prior") or meta.get("config", {}).get("prior") or {}
+    return int(prior.get("max_features", PriorConfig().max_features))
+
+
+@dataclass
+class Member:
+    """One ensemble member: which context rows in which order, which features in which order."""
+
+    seed: int                  # S-DFE draw and any member-level randomness
+    rows: np.ndarray           # context row indices, in scan order (a permutation, or a subset)
+    features: np.ndarray       # feature indices, in token order (a shuffle, or a subset)
+
+    def column_ids(self, model: FEAT) -> Tensor:
+        return model.column_ids(1, len(self.features), seed=self.seed)
+
+
+def plan_members(
+    n_rows: int, n_features: int, n_estimators: int, max_features: int,
+    max_context: int | None, random_state: int | None,
+) -> list[Member]:
+    """Draw the ensemble. With more features than `max_features`, the members are grouped in
+    rounds of ceil(D / max_features): each round splits a fresh feature permutation into
+    parts, and each member takes one part topped up with random other features, so there are
+    max(n_estimators, ceil(D / max_features)) members and every feature is seen at least once."""
+    if n_estimators < 1:
+        raise FEATInputError(f"n_estimators must be >= 1, got {n_estimators}")
+    if max_context is not None and max_context < 1:
+        raise FEATInputError(f"max_context must be >= 1 or None, got {max_context}")
+    rng = np.random.default_rng(random_state)
+    width = min(n_features, max_features)
+    per_round = math.ceil(n_features / width)
+    n_members = max(n_estimators, per_round)
+    n_ctx = n_rows if max_context is None else min(n_rows, max_context)
+    members, parts = [], []
+    for _ in range(n_members):
+        if not parts:
+            parts = list(np.array_split(rng.permutation(n_features), per_round))
+        part = parts.pop(0)
+        rest = np.setdiff1d(np.arange(n_features), part)
+        feats = rng.permutation(np.concatenate([part, rng.choice(rest, width - len(part), replace=False)]))
+        rows = rng.permutation(n_rows)[:n_ctx]
+        members.append(Member(int(rng.integers(2**31 - 1)), rows, feats))
+    return members
+
+
+class StepCounter:
+    """Turns the runner's per-run progress into one (done, total, message) stream over all runs."""
+
+    def __init__(self, progress: Progress | None, n_runs: int):
+        self.progress, self.n_runs, self.run = progress, n_runs, 0
+
+    def callback(self, label: str) -> Progress | None:
+        """Progress callback for the next run (None when nobody listens)."""
+        if self.progress is None:
+            return None
+        i, self.run = self.run, self.run + 1
+
+        def cb(done: int, total: int, msg: str) -> None:
+            self.progress(i * total + done, self.n_runs * total, f"{label}: {msg}")
+        return cb

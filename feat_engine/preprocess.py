@@ -1,0 +1,289 @@
+"""Real tables -> the engine's float32 matrices, and back (see docs/design.md, "Preprocessing").
+
+* numeric columns: standardised with context mean/std, clipped to +-CLIP sigma;
+* categorical columns (object, string, category, bool): integer codes fixed on the context
+  (categories seen only in a query row become missing), then scaled like numbers;
+* datetimes: numeric parts (days since 1970, month, weekday, hour of day; constant parts dropped);
+* near-unique text/ID columns and constant columns: dropped with a `FEATDataWarning`;
+* NaN and +-inf: the engine's missing token (NaN).
+
+`TablePreprocessor.inverse_transform` writes imputed values back into the NaN cells of the
+original table only, in its units, dtype and categories; every observed cell keeps its bytes.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+import numpy as np
+import pandas as pd
+
+CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
+ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
+ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
+_EPOCH = pd.Timestamp("1970-01-01")
+
+
+class FEATInputError(ValueError):
+    """Input FEAT cannot use; the message names the column, file or value at fault."""
+
+
+class FEATDataWarning(UserWarning):
+    """FEAT changed what it feeds the model (dropped a column or rows); the message names them."""
+
+
+def as_frame(X: Any, what: str = "X") -> pd.DataFrame:
+    """DataFrame view of X (array columns are named 0..D-1); raises on a non-2-D or empty table."""
+    if not isinstance(X, pd.DataFrame):
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise FEATInputError(f"{what} must be a 2-D table (rows x columns), got shape {arr.shape}")
+        X = pd.DataFrame(arr)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise FEATInputError(f"{what} is empty ({X.shape[0]} rows x {X.shape[1]} columns)")
+    return X
+
+
+def _kind(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "categorical"
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return "datetime"
+    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_timedelta64_dtype(s.dtype):
+        return "numeric"
+    return "categorical"
+
+
+def _numeric(s: pd.Series) -> np.ndarray:
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isfinite(v), v, np.nan)
+
+
+def _seconds(s: pd.Series) -> np.ndarray:
+    epoch = _EPOCH.tz_localize("UTC") if getattr(s.dt, "tz", None) is not None else _EPOCH
+    return ((s - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+_DATE_PARTS = {
+    "days": lambda s: _seconds(s) / 86400.0,
+    "month": lambda s: s.dt.month.to_numpy(dtype=np.float64, na_value=np.nan),
+    "weekday": lambda s: s.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan),
+    "hour": lambda s: (s.dt.hour + s.dt.minute / 60.0).to_numpy(dtype=np.float64, na_value=np.nan),
+}
+
+
+@dataclass
+class _Column:
+    """How one source column becomes features."""
+
+    name: Hashable
+    kind: str                                  # numeric | categorical | datetime
+    parts: list[str] = field(default_factory=list)   # kept datetime parts
+    categories: pd.Index | None = None
+    integer: bool = False                      # numeric with only whole values: round on inverse
+
+    def features(self) -> list[str]:
+        return [f"{self.name}.{p}" for p in self.parts] if self.kind == "datetime" else [str(self.name)]
+
+    def encode(self, s: pd.Series) -> np.ndarray:
+        """(N, n_features) float64, unscaled, NaN for missing / unseen."""
+        if self.kind == "numeric":
+            return _numeric(s)[:, None]
+        if self.kind == "categorical":
+            codes = self.categories.get_indexer(s).astype(np.float64)     # -1: missing or unseen
+            codes[codes < 0] = np.nan
+            return codes[:, None]
+        return np.column_stack([_DATE_PARTS[p](s) for p in self.parts])
+
+
+class TablePreprocessor:
+    """Fit on the context table; `transform` any table with the same columns."""
+
+    def fit(self, X: pd.DataFrame) -> "TablePreprocessor":
+        """Decide the encoding of every column of the context table X."""
+        X = as_frame(X)
+        self.columns_ = list(X.columns)
+        self.dtypes_ = X.dtypes.copy()
+        self.plan_: list[_Column] = []
+        self.dropped_: dict[Hashable, str] = {}
+        self.constants_: dict[Hashable, Any] = {}      # the one observed value of each constant column
+        ids, constant = [], []
+        for name in X.columns:
+            col = self._plan(X[name])
+            if isinstance(col, str):
+                self.dropped_[name] = col
+                (ids if col == "near-unique text/ID" else constant).append(name)
+                observed = X[name].dropna()
+                if col == "constant" and len(observed):
+                    self.constants_[name] = observed.iloc[0]
+            else:
+                self.plan_.append(col)
+        if ids:
+            warnings.warn(f"dropped near-unique text/ID columns {ids}: they cannot generalise", FEATDataWarning, stacklevel=3)
+        if constant:
+            warnings.warn(f"dropped constant (or empty) columns {constant}: they carry no information", FEATDataWarning, stacklevel=3)
+        if not self.plan_:
+            raise FEATInputError(f"no feature columns left after dropping {list(self.dropped_)} "
+                                 f"({', '.join(sorted(set(self.dropped_.values())))})")
+        raw = self._encode(X)
+        self.mean_ = np.nanmean(raw, axis=0)
+        self.std_ = np.nanstd(raw, axis=0)
+        return self
+
+    def _plan(self, s: pd.Series) -> _Column | str:
+        kind = _kind(s)
+        observed = s.dropna()
+        if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
+            n_unique = observed.nunique()
+            if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):
+                return "near-unique text/ID"
+        if kind == "datetime":
+            parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
+            return _Column(s.name, kind, parts=parts) if "days" in parts else "constant"
+        if kind == "numeric":
+            v = _numeric(s)
+            v = v[np.isfinite(v)]
+            if len(v) == 0 or np.all(v == v[0]):
+                return "constant"
+            return _Column(s.name, kind, integer=bool(np.all(v == np.round(v))))
+        cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
+        if observed.nunique() < 2:
+            return "constant"
+        return _Column(s.name, kind, categories=cats)
+
+    @property
+    def feature_names_(self) -> list[str]:
+        return [f for c in self.plan_ for f in c.features()]
+
+    def _check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
+        X = as_frame(X, what)
+        missing = [c for c in self.columns_ if c not in X.columns]
+        extra = [c for c in X.columns if c not in self.columns_]
+        if missing or extra:
+            raise FEATInputError(f"{what} columns differ from the context's: missing {missing}, unexpected {extra}")
+        return X[self.columns_]
+
+    def _encode(self, X: pd.DataFrame) -> np.ndarray:
+        return np.column_stack([c.encode(X[c.name]) for c in self.plan_])
+
+    def encode(self, X: pd.DataFrame, what: str = "X") -> pd.DataFrame:
+        """Unscaled numeric features (category codes, datetime parts), NaN for missing."""
+        X = self._check_columns(X, what)
+        return pd.DataFrame(self._encode(X), columns=self.feature_names_, index=X.index)
+
+    def transform(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
+        """(N, D) float32 for the engine: standardised with context stats, clipped, NaN = missing."""
+        z = (self.encode(X, what).to_numpy() - self.mean_) / self.std_
+        return np.clip(z, -CLIP, CLIP).astype(np.float32)
+
+    def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
+        """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes.
+
+        Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant.
+        """
+        X = self._check_columns(X, "X")
+        out = X.copy()
+        raw = np.asarray(Z, dtype=np.float64) * self.std_ + self.mean_
+        j = 0
+        for c in self.plan_:
+            k = len(c.features())
+            s = X[c.name]
+            nan = s.isna().to_numpy()
+            if nan.any():
+                out[c.name] = _fill(s, nan, _decode(c, raw[:, j:j + k], self.mean_[j:j + k], self.std_[j:j + k]))
+            j += k
+        for name, value in self.constants_.items():
+            nan = X[name].isna().to_numpy()
+            if nan.any():
+                out[name] = _fill(X[name], nan, pd.Series([value] * len(X), dtype=object))
+        return out
+
+
+def _decode(c: _Column, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -> pd.Series:
+    """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
+    v = raw[:, 0]
+    if c.kind == "numeric":
+        return pd.Series(np.round(v) if c.integer else v)
+    if c.kind == "categorical":
+        codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
+        return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
+    lo, hi = mean[0] - CLIP * std[0], mean[0] + CLIP * std[0]      # keep dates within the clip range
+    return pd.Series(_EPOCH + pd.to_timedelta(np.round(np.clip(v, lo, hi) * 86400.0), unit="s"))
+
+
+def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
+    """s with s[nan] = values[nan], keeping the dtype (categorical, nullable, unit, tz) of s."""
+    dtype = s.dtype
+    new = values[nan].to_numpy()
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        new = pd.DatetimeIndex(new).tz_localize("UTC").tz_convert(dtype.tz)
+    elif pd.api.types.is_integer_dtype(dtype):
+        new = new.astype(np.int64)
+    elif pd.api.types.is_float_dtype(dtype):
+        new = new.astype(np.float64)
+    out = s.copy()
+    out[nan] = new
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
+# -- targets -----------------------------------------------------------------------------
+
+def infer_task(y: pd.Series, max_classes: int = 10) -> str:
+    """'regression' for numeric targets with more than `max_classes` values or fractional ones."""
+    obs = y.dropna()
+    if pd.api.types.is_bool_dtype(y.dtype) or _kind(y) != "numeric":
+        return "classification"
+    v = _numeric(obs)
+    whole = np.all(v[np.isfinite(v)] == np.round(v[np.isfinite(v)]))
+    return "classification" if whole and obs.nunique() <= max_classes else "regression"
+
+
+def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
+    """Boolean mask of rows with an observed target; warns when some are dropped, raises if none."""
+    y = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y)
+    if len(y) != n_rows:
+        raise FEATInputError(f"target {name!r} has {len(y)} values but the table has {n_rows} rows")
+    keep = y.notna().to_numpy()
+    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        keep = keep & np.isfinite(_numeric(y))
+    if not keep.any():
+        raise FEATInputError(f"target {name!r} is all missing (NaN)")
+    if not keep.all():
+        warnings.warn(f"dropped {int((~keep).sum())} context rows whose target {name!r} is missing", FEATDataWarning, stacklevel=3)
+    return keep
+
+
+class ClassEncoder:
+    """Class labels of any type <-> 0..K-1 (sorted where the labels sort)."""
+
+    def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
+        self.classes_ = pd.Categorical(y).categories.to_numpy()
+        if len(self.classes_) < 2:
+            raise FEATInputError(f"target {name!r} has a single class ({self.classes_[0]!r}); classification needs at least two")
+        return self
+
+    def transform(self, y: pd.Series) -> np.ndarray:
+        return pd.Index(self.classes_).get_indexer(y).astype(np.int64)
+
+    def inverse_transform(self, codes: np.ndarray) -> np.ndarray:
+        return self.classes_[np.asarray(codes)]
+
+
+class TargetScaler:
+    """Regression targets: numeric check, standardisation with context stats, and its inverse."""
+
+    def fit(self, y: pd.Series, name: str = "y") -> "TargetScaler":
+        if pd.api.types.is_bool_dtype(y.dtype) or not pd.api.types.is_numeric_dtype(y.dtype):
+            raise FEATInputError(f"regression target {name!r} is not numeric (dtype {y.dtype}, e.g. {y.iloc[0]!r})")
+        v = _numeric(y)
+        self.mean_, std = float(np.mean(v)), float(np.std(v))
+        self.std_ = std if std > 0 else 1.0
+        return self
+
+    def transform(self, y: pd.Series) -> np.ndarray:
+        return ((_numeric(y) - self.mean_) / self.std_).astype(np.float32)
+
+    def inverse_transform(self, z: np.ndarray) -> np.ndarray:
+        return np.asarray(z, dtype=np.float64) * self.std_ + self.mean_
+

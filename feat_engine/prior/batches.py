@@ -1,0 +1,210 @@
+"""Training batches: tables from the SCM prior or from real tables, split into context and
+query rows, standardised with context statistics, masked for reconstruction.
+
+Batch `index` of a run with seed `seed` is a pure function of (seed, index), so a resumed
+run regenerates exactly the batches it had not consumed. `BatchStream` builds them in
+a worker process so that generation does not stall the training step.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from ..config import PriorConfig
+from .masks import make_mask
+from .real import TableRef, allowlist, sample_real_task
+from .scm import sample_scm
+
+CLIP = 5.0
+
+
+@dataclass
+class Batch:
+    """B tables of N rows and D features; the first n_ctx rows are context."""
+
+    x: np.ndarray            # (B, N, D) float32 model input: NaN where missing or masked
+    x_true: np.ndarray       # (B, N, D) float32 standardised truth, NaN where never observed
+    recon: np.ndarray        # (B, N, D) bool: cells hidden for reconstruction
+    y: np.ndarray            # (B, N) float32 targets (class index, or standardised value)
+    n_ctx: int
+    task: str | None         # 'classification', 'regression' or None (imputation only)
+    n_classes: np.ndarray    # (B,) int
+    source: str              # 'scm' or 'real'
+
+
+def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
+    """(x - mean_ctx) / std_ctx per column, clipped to +-5; NaN stays NaN."""
+    ctx = X[:n_ctx]
+    with warnings.catch_warnings():   # all-NaN context columns: handled below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mu = np.nanmean(ctx, 0)
+        sd = np.nanstd(ctx, 0)
+    mu = np.where(np.isfinite(mu), mu, 0.0)
+    sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
+    return np.clip((X - mu) / sd, -CLIP, CLIP)
+
+
+def _has_signal(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str) -> bool:
+    """Does a depth-3 tree fitted on the context beat a constant on the queries?"""
+    Xf = np.nan_to_num(X, nan=0.0)
+    if task == "classification":
+        tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(Xf[:n_ctx], y[:n_ctx])
+        base = np.mean(y[n_ctx:] == np.bincount(y[:n_ctx].astype(int)).argmax())
+        return tree.score(Xf[n_ctx:], y[n_ctx:]) > base + 0.02
+    tree = DecisionTreeRegressor(max_depth=3, random_state=0).fit(Xf[:n_ctx], y[:n_ctx])
+    return tree.score(Xf[n_ctx:], y[n_ctx:]) > 0.02
+
+
+def _shape(rng: np.random.Generator, cfg: PriorConfig, tokens: int) -> tuple[int, int, int, int]:
+    """(N, D, n_ctx, B): rows log-uniform, small feature counts oversampled, B by a token budget."""
+    n = int(np.exp(rng.uniform(np.log(cfg.min_rows), np.log(cfg.max_rows))))
+    d = cfg.min_features + int((cfg.max_features - cfg.min_features + 1) * rng.uniform() ** 1.5)
+    d = min(d, cfg.max_features)
+    n_ctx = int(np.clip(rng.uniform(cfg.min_ctx_frac, cfg.max_ctx_frac) * n, 8, n - cfg.min_query))
+    b = int(np.clip(tokens // (n * (d + 1)), 2, 64))
+    return n, d, n_ctx, b
+
+
+def _n_classes(rng: np.random.Generator, cfg: PriorConfig) -> int:
+    return 2 if rng.uniform() < cfg.p_binary else int(rng.integers(3, cfg.max_classes + 1))
+
+
+def _compact_labels(y: np.ndarray, n_ctx: int) -> tuple[np.ndarray, int] | None:
+    """Relabel to 0..K-1 over the classes present; None if a class is missing from the context
+    or fewer than two remain."""
+    present = np.unique(y)
+    if len(present) < 2 or not np.isin(present, y[:n_ctx]).all():
+        return None
+    return np.searchsorted(present, y).astype(float), len(present)
+
+
+def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int):
+    """One (X, y, n_classes) table or None when the draw is rejected."""
+    if real:
+        t = sample_real_task(rng, refs, task, n, d, cfg.max_classes)
+        if t is None:
+            return None
+        X, y = t.X, t.y
+    else:
+        t = sample_scm(rng, n, d, task, _n_classes(rng, cfg), cfg.p_categorical_table,
+                       cfg.p_missing_table, cfg.max_missing_rate)
+        X, y = t.X, t.y
+    perm = rng.permutation(n)
+    X, y = X[perm][:, rng.permutation(d)], y[perm]
+    if task == "classification":
+        out = _compact_labels(y, n_ctx)
+        if out is None:
+            return None
+        y, k = out
+        if not real and not _has_signal(X, y, n_ctx, task) and rng.uniform() < 0.9:
+            return None
+        return X, y, k
+    if not real and not _has_signal(X, y, n_ctx, task) and rng.uniform() < 0.9:
+        return None
+    return X, y, 0
+
+
+def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
+    """Batch `index` of the stream with `seed`: deterministic in (seed, index)."""
+    rng = np.random.default_rng([seed, index])
+    n, d, n_ctx, b = _shape(rng, cfg, tokens)
+    impute_only = rng.uniform() < cfg.p_impute_only
+    task = "classification" if rng.uniform() < cfg.p_classification else "regression"
+    real = bool(refs) and rng.uniform() < cfg.p_real
+    if impute_only:
+        n_ctx = n
+    tables = []
+    for _ in range(50 * b):
+        if len(tables) == b:
+            break
+        t = _table(rng, cfg, refs, real, task, n, d, n_ctx if not impute_only else max(8, n // 2))
+        if t is None and real:
+            real = len(tables) > 0 and rng.uniform() < 0.5   # this shape fits few real tables
+            continue
+        if t is not None:
+            tables.append(t)
+    if len(tables) < b:   # could not fill the batch: fall back to more synthetic draws
+        return make_batch(seed, index + 1_000_003, cfg, refs, tokens)
+
+    xs, xt, rec, ys, ks = [], [], [], [], []
+    lo, hi = cfg.mask_rate
+    for X, y, k in tables:
+        Xs = standardise(X, n_ctx)
+        ys.append(y if task == "classification" else _standardise_target(y, n_ctx))
+        rate = rng.uniform(lo, hi) if not impute_only else rng.uniform(0.1, 0.3)
+        m = np.zeros((n, d), dtype=bool)
+        if n_ctx < n:
+            m[n_ctx:] = make_mask((n - n_ctx, d), rate, rng, cfg.mask_mix)
+            m[:n_ctx] = make_mask((n_ctx, d), rate / 2, rng, cfg.mask_mix)
+        else:
+            m[:] = make_mask((n, d), rate, rng, cfg.mask_mix)
+        m &= np.isfinite(Xs)
+        xin = Xs.copy()
+        xin[m] = np.nan
+        xs.append(xin), xt.append(Xs), rec.append(m), ks.append(k)
+    return Batch(
+        x=np.stack(xs).astype(np.float32), x_true=np.stack(xt).astype(np.float32), recon=np.stack(rec),
+        y=np.stack(ys).astype(np.float32), n_ctx=n_ctx, task=None if impute_only else task,
+        n_classes=np.asarray(ks, dtype=np.int64), source="real" if real else "scm",
+    )
+
+
+def _standardise_target(y: np.ndarray, n_ctx: int) -> np.ndarray:
+    mu, sd = y[:n_ctx].mean(), y[:n_ctx].std()
+    return (y - mu) / (sd if sd > 1e-8 else 1.0)
+
+
+def _worker(seed: int, start: int, step: int, cfg_dict: dict, use_real: bool, tokens: int, out: mp.Queue) -> None:
+    cfg = PriorConfig.from_dict(cfg_dict)
+    refs = allowlist() if use_real else None
+    i = start
+    while True:
+        out.put((i, make_batch(seed, i, cfg, refs, tokens)))
+        i += step
+
+
+class BatchStream:
+    """Batches start, start+stride, ... in order, built by `workers` background processes."""
+
+    def __init__(self, seed: int, start: int, cfg: PriorConfig, workers: int = 1, stride: int = 1,
+                 offset: int = 0, use_real: bool = True, tokens: int = 49152, prefetch: int = 8):
+        ctx = mp.get_context("spawn")
+        self.q: mp.Queue = ctx.Queue(maxsize=prefetch)
+        self.next = start * stride + offset
+        self.stride = stride
+        self.pending: dict[int, Batch] = {}
+        old = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        self.procs = [
+            ctx.Process(target=_worker, args=(seed, self.next + w * stride, workers * stride, cfg.to_dict(), use_real, tokens, self.q), daemon=True)
+            for w in range(workers)
+        ]
+        for p in self.procs:
+            p.start()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def get(self, timeout: float = 600.0) -> Batch:
+        """The next batch in index order."""
+        while self.next not in self.pending:
+            try:
+                i, b = self.q.get(timeout=timeout)
+            except queue.Empty:
+                raise RuntimeError("prior worker produced nothing in time") from None
+            self.pending[i] = b
+        b = self.pending.pop(self.next)
+        self.next += self.stride
+        return b
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.terminate()

@@ -1,0 +1,162 @@
+"""The pretraining loop: schedule-free AdamW with warmup and clipping, optional bf16
+autocast, checkpoints every few minutes that resume exactly, JSONL logs, evaluation
+that keeps the best checkpoint by the real-table score, and data parallelism under
+torchrun (gloo on CPU).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import schedulefree
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from ..checkpoint import save_checkpoint
+from ..config import TrainConfig
+from ..model import FEAT
+from ..prior.batches import Batch, BatchStream
+from ..prior.real import allowlist
+from .evaluate import baseline_scores, evaluate, real_eval_tasks, summarise
+from .losses import feat_loss
+
+
+def _tensors(b: Batch):
+    x = torch.from_numpy(b.x)
+    y_ctx = None if b.task is None else torch.from_numpy(b.y[:, :b.n_ctx])
+    y_q = None if b.task is None else torch.from_numpy(b.y[:, b.n_ctx:])
+    return x, y_ctx, y_q, torch.from_numpy(b.x_true), torch.from_numpy(b.recon), torch.from_numpy(b.n_classes)
+
+
+class Trainer:
+    """One pretraining run living in `cfg.out_dir` (last.pt to resume, best.pt to ship, log.jsonl)."""
+
+    def __init__(self, cfg: TrainConfig, resume: str | None = None):
+        self.cfg = cfg
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("gloo")
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        torch.manual_seed(cfg.seed + self.rank)
+        self.out = Path(cfg.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.model = FEAT(cfg.model)
+        self.net = DistributedDataParallel(self.model, find_unused_parameters=True) if self.world > 1 else self.model
+        self.opt = schedulefree.AdamWScheduleFree(
+            self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps)
+        self.step = 0
+        self.tables_seen = 0
+        self.train_seconds = 0.0
+        self.best = -float("inf")
+        if resume:
+            self._load(resume)
+
+    # -- checkpoints -------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
+                "tables_seen": self.tables_seen, "train_seconds": self.train_seconds, "best": self.best,
+                "torch_rng": torch.get_rng_state(), "config": self.cfg.to_dict()}
+
+    def save_last(self) -> None:
+        """Atomic write of everything needed to continue exactly."""
+        if self.rank:
+            return
+        tmp = self.out / "last.pt.tmp"
+        torch.save(self._state(), tmp)
+        os.replace(tmp, self.out / "last.pt")
+
+    def _load(self, path: str) -> None:
+        st = torch.load(path, map_location="cpu", weights_only=False)
+        self.model.load_state_dict(st["model"])
+        self.opt.load_state_dict(st["opt"])
+        self.step, self.tables_seen = st["step"], st["tables_seen"]
+        self.train_seconds, self.best = st.get("train_seconds", 0.0), st.get("best", -float("inf"))
+        torch.set_rng_state(st["torch_rng"])
+
+    def _meta(self, scores: dict[str, float]) -> dict[str, Any]:
+        return {"name": "feat-small", "step": self.step, "tables_seen": self.tables_seen,
+                "cpu_hours": self.train_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
+                "train_hours": self.train_seconds / 3600, "scores": scores, "prior": self.cfg.prior.to_dict()}
+
+    def log(self, rec: dict[str, Any]) -> None:
+        if self.rank:
+            return
+        with open(self.out / "log.jsonl", "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    # -- the loop ----------------------------------------------------------------------
+    def train_step(self, b: Batch) -> dict[str, float]:
+        x, y_ctx, y_q, x_true, recon, n_cls = _tensors(b)
+        self.model.train()
+        self.opt.train()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.bf16):
+            out = self.net(x, y_ctx, b.task, n_cls)
+        loss, terms = feat_loss(out, y_q, b.task, x_true, recon, self.cfg.huber_delta)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        terms["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip))
+        self.opt.step()
+        return terms
+
+    def run_eval(self, tasks) -> dict[str, float]:
+        self.opt.eval()            # schedule-free: evaluate and ship the averaged weights
+        res = evaluate(self.model, tasks)
+        if res["score"] > self.best:
+            self.best = res["score"]
+            save_checkpoint(self.out / "best.pt", self.model, self._meta(res))
+        self.opt.train()
+        return res
+
+    def fit(self, hours: float | None = None) -> None:
+        cfg = self.cfg
+        deadline = time.time() + hours * 3600 if hours else float("inf")
+        refs = allowlist() if cfg.prior.p_real > 0 else None
+        stream = BatchStream(cfg.seed, self.step, cfg.prior, cfg.workers, stride=self.world, offset=self.rank,
+                             use_real=refs is not None)
+        tasks = real_eval_tasks() if self.rank == 0 else []
+        if self.rank == 0 and self.step == 0:
+            base = baseline_scores(tasks)
+            self.log({"event": "baselines", **{f"{k}_{m}": v for k, r in base.items() for m, v in r.items()},
+                      **{f"{m}_summary": summarise({k: r[m] for k, r in base.items() if m in r}, tasks)
+                         for m in ("logreg", "knn", "ridge")}})
+        last_ckpt = last_eval = time.time()
+        window: list[dict[str, float]] = []
+        t_window = time.time()
+        try:
+            while self.step < cfg.max_steps and time.time() < deadline:
+                t0 = time.time()
+                b = stream.get()
+                t_data = time.time() - t0
+                terms = self.train_step(b)
+                self.step += 1
+                self.tables_seen += b.x.shape[0] * self.world
+                self.train_seconds += time.time() - t0
+                window.append({**terms, "data_s": t_data, "tables": b.x.shape[0], "rows": b.x.shape[1], "feats": b.x.shape[2]})
+                if self.step % 25 == 0:
+                    dt = time.time() - t_window
+                    agg = {k: float(np.mean([w[k] for w in window if k in w])) for k in {k for w in window for k in w}}
+                    agg["tables_per_s"] = sum(w["tables"] for w in window) * self.world / dt
+                    agg["s_per_step"] = dt / len(window)
+                    self.log({"event": "train", "step": self.step, "tables_seen": self.tables_seen,
+                              "train_hours": self.train_seconds / 3600, **agg})
+                    window, t_window = [], time.time()
+                if time.time() - last_ckpt > cfg.checkpoint_minutes * 60:
+                    self.save_last()
+                    last_ckpt = time.time()
+                if self.rank == 0 and time.time() - last_eval > cfg.eval_minutes * 60:
+                    self.log({"event": "eval", "step": self.step, "tables_seen": self.tables_seen,
+                              "train_hours": self.train_seconds / 3600, **self.run_eval(tasks)})
+                    last_eval = time.time()
+        finally:
+            stream.close()
+        self.save_last()
+        if self.rank == 0 and tasks:
+            self.log({"event": "eval", "step": self.step, "tables_seen": self.tables_seen,
+                      "train_hours": self.train_seconds / 3600, **self.run_eval(tasks)})

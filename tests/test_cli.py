@@ -1,0 +1,86 @@
+"""The `feat` CLI: the three commands over CSV/TSV/Parquet/Excel, and clean errors (exit 2)."""
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from feat_engine.cli import main
+from feat_engine.io import read_table
+
+
+@pytest.fixture
+def tables(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(60, 3)), columns=["a", "b", "c"])
+    df["kind"] = np.where(df["a"] > 0, "up", "down")
+    df["y"] = np.where(df["b"] > 0, "yes", "no")
+    df.iloc[:40].to_csv(tmp_path / "train.csv", index=False)
+    df.iloc[40:].to_csv(tmp_path / "test.tsv", sep="\t", index=False)
+    holes = df.drop(columns=["y"]).copy()
+    holes.loc[[1, 5, 9], "a"] = np.nan
+    holes.loc[[2, 3], "kind"] = np.nan
+    holes.to_parquet(tmp_path / "holes.parquet", index=False)
+    df.to_excel(tmp_path / "table.xlsx", index=False)
+    return tmp_path, holes
+
+
+def test_predict_classification(tables, capsys):
+    d, _ = tables
+    rc = main(["predict", "--context", str(d / "train.csv"), "--target", "y", "--query", str(d / "test.tsv"),
+               "-o", str(d / "pred.csv"), "--n-estimators", "1"])
+    assert rc == 0
+    out = pd.read_csv(d / "pred.csv")
+    assert list(out.columns) == ["y", "p(no)", "p(yes)"] and len(out) == 20
+    assert set(out["y"]) <= {"yes", "no"} and np.allclose(out[["p(no)", "p(yes)"]].sum(axis=1), 1)
+    assert "[" in capsys.readouterr().err                               # progress on stderr
+
+
+def test_predict_regression(tables):
+    d, _ = tables
+    rc = main(["predict", "--context", str(d / "train.csv"), "--target", "a", "--query", str(d / "test.tsv"),
+               "-o", str(d / "pred.parquet"), "--n-estimators", "1"])
+    assert rc == 0
+    out = pd.read_parquet(d / "pred.parquet")
+    assert list(out.columns) == ["a"] and out["a"].dtype == float and len(out) == 20
+
+
+def test_impute_parquet(tables):
+    d, holes = tables
+    assert main(["impute", str(d / "holes.parquet"), "-o", str(d / "filled.parquet"), "--n-estimators", "1"]) == 0
+    out = pd.read_parquet(d / "filled.parquet")
+    assert not out.isna().any().any()
+    obs = holes["a"].notna()
+    np.testing.assert_array_equal(out.loc[obs, "a"], holes.loc[obs, "a"])
+    assert set(out["kind"]) <= {"up", "down"}
+
+
+@pytest.mark.parametrize("method", ["attention", "spearman"])
+def test_relations_excel(tables, method):
+    d, _ = tables
+    assert main(["relations", str(d / "table.xlsx"), "-o", str(d / "rel.csv"), "--target", "y",
+                 "--method", method, "--n-estimators", "1"]) == 0
+    m = read_table(d / "rel.csv").set_index("Unnamed: 0")
+    assert list(m.columns) == ["a", "b", "c", "kind", "y"] and list(m.index) == list(m.columns)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["predict", "--context", "{d}/train.csv", "--target", "nope", "--query", "{d}/test.tsv", "-o", "{d}/p.csv"],
+     "target column 'nope' does not exist"),
+    (["impute", "{d}/missing.csv", "-o", "{d}/f.csv"], "missing.csv: file not found"),
+    (["impute", "{d}/train.csv", "-o", "{d}/f.json"], "unsupported file type '.json'"),
+    (["relations", "{d}/bad.csv", "-o", "{d}/r.csv"], "bad.csv: the table is empty"),
+    (["impute", "{d}/train.csv", "-o", "{d}/f.csv", "--checkpoint", "{d}/train.csv"], "not a FEAT checkpoint"),
+])
+def test_errors_exit_2_with_a_message(tables, capsys, args, message):
+    d, _ = tables
+    (d / "bad.csv").write_text("a,b\n")
+    assert main([a.format(d=d) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_entry_point_module_runs():
+    out = subprocess.run([sys.executable, "-m", "feat_engine.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "relations" in out.stdout

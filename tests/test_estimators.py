@@ -1,0 +1,212 @@
+"""The scikit-learn estimators: API contract, determinism, query independence, >10 classes,
+wide tables, imputation, bounded memory on 200k rows, and every bad-input case.
+
+The shipped checkpoint may be untrained, so nothing here asserts accuracy of the real
+model; the class hierarchy is checked with a 1-nearest-neighbour stand-in for the engine.
+"""
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import estimator_checks as ec
+
+import feat_engine.estimators as est_mod
+from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
+from feat_engine.ensemble import plan_members
+from feat_engine.inference import RunResult
+
+from test_preprocess import mixed_table
+
+SKLEARN_CHECKS = [
+    "check_no_attributes_set_in_init", "check_parameters_default_constructible", "check_get_params_invariance",
+    "check_set_params", "check_estimators_unfitted", "check_fit_check_is_fitted", "check_dont_overwrite_parameters",
+    "check_n_features_in", "check_estimator_repr", "check_estimators_overwrite_params",
+    "check_methods_sample_order_invariance", "check_fit_score_takes_y",
+]
+
+
+def data(n=80, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X[:, 0] + 0.5 * X[:, 1]
+
+
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor, FEATImputer])
+@pytest.mark.parametrize("check", SKLEARN_CHECKS)
+def test_sklearn_checks(Est, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        getattr(ec, check)(Est.__name__, Est(n_estimators=1))
+
+
+def test_model_is_loaded_once():
+    assert load_model() is load_model()
+
+
+def test_classifier_labels_probabilities_and_determinism():
+    X, y = data()
+    labels = np.where(y > 0, "high", "low")
+    clf = FEATClassifier(n_estimators=2, random_state=3).fit(X[:60], labels[:60])
+    p = clf.predict_proba(X[60:])
+    assert list(clf.classes_) == ["high", "low"]
+    assert p.shape == (20, 2) and np.allclose(p.sum(1), 1) and (p >= 0).all()
+    assert set(clf.predict(X[60:])) <= {"high", "low"}
+    again = FEATClassifier(n_estimators=2, random_state=3).fit(X[:60], labels[:60]).predict_proba(X[60:])
+    np.testing.assert_array_equal(p, again)
+    other = FEATClassifier(n_estimators=2, random_state=4).fit(X[:60], labels[:60]).predict_proba(X[60:])
+    assert not np.array_equal(p, other)
+
+
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
+def test_query_rows_are_independent(Est):
+    X, y = data()
+    y = (y > 0).astype(int) if Est is FEATClassifier else y
+    m = Est(n_estimators=1).fit(X[:60], y[:60])
+    f = m.predict_proba if Est is FEATClassifier else m.predict
+    full = f(X[60:])
+    alone = np.concatenate([f(X[60 + i:61 + i]) for i in range(3)])
+    np.testing.assert_allclose(alone, full[:3], rtol=1e-5, atol=1e-6)
+    perm = np.random.default_rng(0).permutation(20)
+    np.testing.assert_allclose(f(X[60:][perm]), full[perm], rtol=1e-5, atol=1e-6)
+
+
+def test_regressor_predicts_in_original_units():
+    X, y = data()
+    y = 1000 + 50 * y
+    pred = FEATRegressor(n_estimators=1).fit(X[:60], y[:60]).predict(X[60:])
+    assert pred.shape == (20,) and np.isfinite(pred).all()
+    assert y[:60].min() - 5 * y[:60].std() < pred.mean() < y[:60].max() + 5 * y[:60].std()
+
+
+def nearest_neighbour_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
+    """Stand-in for inference.run: the label of the nearest context row gets all the mass."""
+    d = np.nansum((x_query[:, None, :] - x_ctx[None]) ** 2, axis=-1)
+    nn = y_ctx[np.argmin(d, axis=1)].astype(int)
+    logits = np.full((len(x_query), 10), -np.inf)
+    logits[:, :n_classes] = 0.0
+    logits[np.arange(len(x_query)), nn] = 30.0
+    return RunResult(logits=logits, pred=None, recon=None, attention=None)
+
+
+@pytest.mark.parametrize("k", [11, 30])
+def test_more_classes_than_the_head_with_an_oracle_engine(k, monkeypatch):
+    monkeypatch.setattr(est_mod, "run", nearest_neighbour_run)
+    rng = np.random.default_rng(k)
+    centres = rng.normal(scale=10, size=(k, 3))
+    y = np.repeat(np.arange(k), 4)
+    X = centres[y] + rng.normal(scale=0.1, size=(len(y), 3))
+    labels = np.array([f"class{c:02d}" for c in y])
+    clf = FEATClassifier(n_estimators=2).fit(X, labels)
+    p = clf.predict_proba(X)
+    assert p.shape == (len(y), k) and np.allclose(p.sum(1), 1)
+    np.testing.assert_array_equal(clf.predict(X), labels)      # the hierarchy routes every class correctly
+
+
+@pytest.mark.parametrize("k", [11, 30])
+def test_more_classes_than_the_head_with_the_real_model(k):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(k), 3)
+    X = rng.normal(size=(len(y), 3)) + y[:, None]
+    progress = []
+    clf = FEATClassifier(n_estimators=1, progress=lambda d, t, m: progress.append((d, t))).fit(X, y)
+    p = clf.predict_proba(X[:10])
+    assert p.shape == (10, k) and np.allclose(p.sum(1), 1) and (p > 0).all()
+    assert progress[-1][0] == progress[-1][1] and progress[0][0] == 0
+
+
+def test_wide_tables_use_feature_subsets_that_cover_every_feature():
+    members = plan_members(100, 50, 2, 24, None, 0)
+    assert len(members) == 3 and all(len(m.features) == 24 == len(set(m.features)) for m in members)
+    assert set(np.concatenate([m.features for m in members])) == set(range(50))
+    X = np.random.default_rng(0).normal(size=(40, 50))
+    p = FEATClassifier(n_estimators=1).fit(X, X[:, 0] > 0).predict_proba(X[:5])
+    assert p.shape == (5, 2)
+
+
+def test_max_context_caps_rows_per_member():
+    members = plan_members(1000, 3, 2, 24, 100, 0)
+    assert all(len(m.rows) == 100 for m in members)
+    assert not np.array_equal(members[0].rows, members[1].rows)
+    X, y = data(300)
+    assert FEATRegressor(n_estimators=1, max_context=50).fit(X, y).predict(X[:7]).shape == (7,)
+
+
+def test_missing_targets_are_dropped_with_a_warning():
+    X, y = data()
+    y[:5] = np.nan
+    with pytest.warns(UserWarning, match="dropped 5 context rows"):
+        reg = FEATRegressor(n_estimators=1).fit(X, y)
+    assert len(reg.context_) == len(X) - 5
+
+
+def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes():
+    df = mixed_table(60)
+    out = FEATImputer(n_estimators=2).fit_transform(df)
+    assert (out.dtypes == df.dtypes).all()
+    assert not out.isna().any().any()
+    for c in df.columns:
+        obs = df[c].notna().to_numpy()
+        pd.testing.assert_series_equal(out[c][obs], df[c][obs])
+
+
+def test_imputer_ndarray_new_rows_and_blocks():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 4))
+    X[rng.uniform(size=X.shape) < 0.15] = np.nan
+    imp = FEATImputer(n_estimators=1, max_context=40).fit(X[:60])
+    out = imp.transform(X[60:])
+    assert isinstance(out, np.ndarray) and out.shape == (30, 4) and not np.isnan(out).any()
+    obs = ~np.isnan(X[60:])
+    np.testing.assert_array_equal(out[obs], X[60:][obs])
+
+
+def test_bad_inputs_name_the_problem():
+    X, y = data()
+    with pytest.raises(FEATInputError, match="empty"):
+        FEATClassifier().fit(np.empty((0, 3)), [])
+    with pytest.raises(FEATInputError, match="no feature columns left"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        FEATClassifier().fit(pd.DataFrame({"a": [1] * 10, "b": [2] * 10}), [0, 1] * 5)
+    with pytest.raises(FEATInputError, match="single class"):
+        FEATClassifier().fit(X, ["a"] * len(X))
+    with pytest.raises(FEATInputError, match="all missing"):
+        FEATRegressor().fit(X, np.full(len(X), np.nan))
+    with pytest.raises(FEATInputError, match="all missing"):
+        FEATClassifier().fit(X, [None] * len(X))
+    with pytest.raises(FEATInputError, match="not numeric"):
+        FEATRegressor().fit(X, np.array(["a", "b"] * (len(X) // 2)))
+    with pytest.raises(NotFittedError):
+        FEATClassifier().predict(X)
+    with pytest.raises(NotFittedError):
+        FEATImputer().transform(X)
+    df = pd.DataFrame(X, columns=list("abcd"))
+    clf = FEATRegressor(n_estimators=1).fit(df, y)
+    with pytest.raises(FEATInputError, match=r"missing \['d'\], unexpected \['e'\]"):
+        clf.predict(df.rename(columns={"d": "e"}))
+    with pytest.raises(FEATInputError, match="n_estimators"):
+        FEATRegressor(n_estimators=0).fit(df, y).predict(df)
+
+
+@pytest.mark.slow
+def test_200k_row_context_runs_in_bounded_memory():
+    """Linear memory: a 200k-row context must stay far below what an N x N object would need
+    (one float32 N x N matrix alone would be 149 GiB). One feature keeps the run short."""
+    code = textwrap.dedent("""
+        import resource, numpy as np
+        from feat_engine import FEATClassifier
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(200_000, 1)).astype(np.float32)
+        p = FEATClassifier(n_estimators=1).fit(X, X[:, 0] > 0).predict_proba(X[:64])
+        assert p.shape == (64, 2) and np.isfinite(p).all()
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    peak_gib = int(out.stdout.split()[-1]) / 2**20
+    print(f"200k-row context: peak RSS {peak_gib:.2f} GiB")
+    assert peak_gib < 4.0, f"peak RSS {peak_gib:.2f} GiB"

@@ -1,0 +1,143 @@
+"""Preprocessing: encodings, dtype round trips, dropped columns, targets and their errors."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from feat_engine.preprocess import (
+    CLIP, ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, infer_task, target_rows,
+)
+
+
+def mixed_table(n: int = 40, seed: int = 0) -> pd.DataFrame:
+    """Every supported dtype, each with missing cells in different rows."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "int": pd.array(rng.integers(-50, 50, n), dtype="Int64"),
+        "int_as_float": rng.integers(0, 9, n).astype(float),
+        "float": rng.normal(10, 3, n),
+        "bool": pd.array(rng.integers(0, 2, n).astype(bool), dtype="boolean"),
+        "bool_obj": pd.Series(list(rng.integers(0, 2, n).astype(bool)), dtype=object),
+        "category": pd.Categorical(rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi"], ordered=True),
+        "string": pd.Series(rng.choice(["red", "green", "blue"], n), dtype="str"),
+        "date": pd.Series(pd.date_range("2021-03-01", periods=n, freq="29h")),
+        "date_tz": pd.Series(pd.date_range("2021-03-01", periods=n, freq="3D", tz="Europe/Paris")),
+    })
+    for j, c in enumerate(df.columns):
+        df.loc[df.index[[j, j + 7, j + 19]], c] = None
+    return df
+
+
+def test_round_trip_keeps_dtypes_and_observed_cells_and_fills_every_nan():
+    df = mixed_table()
+    snapshot = df.copy()
+    pre = TablePreprocessor().fit(df)
+    z = pre.transform(df)
+    assert z.dtype == np.float32 and z.shape == (len(df), len(pre.feature_names_))
+    out = pre.inverse_transform(np.random.default_rng(1).normal(size=z.shape), df)
+    pd.testing.assert_frame_equal(df, snapshot)                          # input untouched
+    assert (out.dtypes == df.dtypes).all(), (out.dtypes, df.dtypes)
+    assert not out.isna().any().any()
+    for c in df.columns:
+        obs = df[c].notna().to_numpy()
+        pd.testing.assert_series_equal(out[c][obs], df[c][obs])
+    assert set(out["category"]) <= {"lo", "mid", "hi"}
+    assert set(out["string"]) <= {"red", "green", "blue"}
+    assert set(out["bool_obj"]) <= {True, False}
+    assert (out["int_as_float"] == out["int_as_float"].round()).all()
+    assert out["date_tz"].dt.tz is not None
+
+
+def test_float_observed_cells_are_bit_identical():
+    df = pd.DataFrame({"x": [0.1, np.nan, 1e-300, -0.0, 3.3], "y": [1.0, 2.0, 3.0, np.nan, 5.0]})
+    pre = TablePreprocessor().fit(df)
+    out = pre.inverse_transform(np.zeros((5, 2)), df)
+    obs = df["x"].notna().to_numpy()
+    assert out["x"].to_numpy()[obs].tobytes() == df["x"].to_numpy()[obs].tobytes()
+
+
+def test_standardised_and_clipped_with_context_stats():
+    x = np.r_[np.zeros(50), np.ones(50), 1e6]
+    pre = TablePreprocessor().fit(pd.DataFrame({"x": x}))
+    z = pre.transform(pd.DataFrame({"x": [0.0, 1e9, -1e9]}))[:, 0]
+    assert z[1] == CLIP and z[2] == -CLIP
+    assert z[0] == pytest.approx((0 - x.mean()) / x.std(), rel=1e-5)
+
+
+def test_inf_becomes_missing_and_unseen_category_becomes_missing():
+    ctx = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "c": ["a", "b", "a", "b"]})
+    pre = TablePreprocessor().fit(ctx)
+    z = pre.transform(pd.DataFrame({"x": [np.inf, -np.inf, 2.0], "c": ["a", "zzz", None]}))
+    assert np.isnan(z[:2, 0]).all() and not np.isnan(z[2, 0])
+    assert not np.isnan(z[0, 1]) and np.isnan(z[1:, 1]).all()
+
+
+def test_datetime_expands_into_parts():
+    df = pd.DataFrame({"t": pd.date_range("2020-01-01", periods=30, freq="31h"), "x": np.arange(30.0)})
+    pre = TablePreprocessor().fit(df)
+    assert pre.feature_names_ == ["t.days", "t.month", "t.weekday", "t.hour", "x"]
+    raw = pre.encode(df)
+    assert raw["t.hour"].iloc[1] == 7.0 and raw["t.days"].iloc[0] == pytest.approx(18262.0)
+
+
+def test_id_and_constant_columns_are_dropped_with_a_warning_naming_them():
+    n = 50
+    df = pd.DataFrame({"user_id": [f"u{i:04d}" for i in range(n)], "k": 1.0, "x": np.arange(n) % 7.0,
+                       "c": ["a", "b"] * (n // 2)})
+    with pytest.warns(FEATDataWarning) as rec:
+        pre = TablePreprocessor().fit(df)
+    text = " ".join(str(w.message) for w in rec)
+    assert "user_id" in text and "'k'" in text
+    assert pre.feature_names_ == ["x", "c"]
+    df.loc[3, "k"] = np.nan
+    assert pre.inverse_transform(np.zeros((n, 2)), df).loc[3, "k"] == 1.0   # a constant column's NaN takes the constant
+
+
+def test_bad_tables():
+    with pytest.raises(FEATInputError, match="empty"):
+        TablePreprocessor().fit(pd.DataFrame())
+    with pytest.raises(FEATInputError, match="no feature columns left"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FEATDataWarning)
+            TablePreprocessor().fit(pd.DataFrame({"a": [1, 1, 1], "b": [np.nan] * 3}))
+    pre = TablePreprocessor().fit(pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]}))
+    with pytest.raises(FEATInputError, match=r"missing \['b'\], unexpected \['z'\]"):
+        pre.transform(pd.DataFrame({"a": [1.0], "z": [2.0]}))
+    reordered = pre.transform(pd.DataFrame({"b": [3.0], "a": [1.0]}))
+    assert np.allclose(reordered, pre.transform(pd.DataFrame({"a": [1.0], "b": [3.0]})))
+
+
+def test_class_labels_round_trip_and_errors():
+    y = pd.Series(["cat", "dog", "cat", "emu"])
+    enc = ClassEncoder().fit(y)
+    assert list(enc.classes_) == ["cat", "dog", "emu"]
+    assert list(enc.inverse_transform(enc.transform(y))) == list(y)
+    with pytest.raises(FEATInputError, match="single class"):
+        ClassEncoder().fit(pd.Series([3, 3, 3]))
+
+
+def test_regression_target_scaling_and_errors():
+    y = pd.Series([1.0, 2.0, 3.0, 10.0])
+    sc = TargetScaler().fit(y)
+    z = sc.transform(y)
+    assert abs(z.mean()) < 1e-6 and np.allclose(sc.inverse_transform(z), y)
+    with pytest.raises(FEATInputError, match="not numeric"):
+        TargetScaler().fit(pd.Series(["a", "b"]))
+
+
+def test_target_rows():
+    with pytest.warns(FEATDataWarning, match="dropped 1 context rows"):
+        keep = target_rows(pd.Series([1.0, np.nan, 2.0]), 3)
+    assert keep.tolist() == [True, False, True]
+    with pytest.raises(FEATInputError, match="all missing"):
+        target_rows(pd.Series([np.nan, np.nan]), 2)
+    with pytest.raises(FEATInputError, match="2 values but the table has 3 rows"):
+        target_rows(pd.Series([1, 2]), 3)
+
+
+def test_infer_task():
+    assert infer_task(pd.Series(["a", "b"])) == "classification"
+    assert infer_task(pd.Series([0, 1, 2, 1])) == "classification"
+    assert infer_task(pd.Series(np.linspace(0, 1, 50))) == "regression"
+    assert infer_task(pd.Series(np.arange(50))) == "regression"
