@@ -1,0 +1,73 @@
+"""Bytes for st.download_button: CSV and Parquet, built without Streamlit."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+from .io import TableError
+
+
+def csv_bytes(df: pd.DataFrame, index: bool = False) -> bytes:
+    """UTF-8 CSV with a header; missing cells empty."""
+    return df.to_csv(index=index).encode("utf-8")
+
+
+def parquet_bytes(df: pd.DataFrame, index: bool = False) -> bytes:
+    """Parquet (pyarrow). A column pyarrow cannot store (mixed types) raises TableError naming it."""
+    buf = io.BytesIO()
+    out = df.rename(columns=str) if not all(isinstance(c, str) for c in df.columns) else df
+    try:
+        out.to_parquet(buf, index=index, engine="pyarrow")
+    except Exception as e:  # ArrowTypeError / ArrowInvalid
+        bad = _mixed_column(out)
+        where = f"column {bad!r} mixes types" if bad else f"the table cannot be stored ({str(e)[:150]})"
+        raise TableError(f"Parquet export failed: {where}.", "Download the CSV instead.") from None
+    return buf.getvalue()
+
+
+def _mixed_column(df: pd.DataFrame) -> str | None:
+    for c in df.columns:
+        if df[c].dtype == object and df[c].dropna().map(type).nunique() > 1:
+            return str(c)
+    return None
+
+
+def predictions_frame(index, y_pred, proba=None, classes=None, y_true=None, target: str = "target",
+                      extra: dict | None = None) -> pd.DataFrame:
+    """One row per predicted row: its row id in the uploaded table, the true value when
+    known, the prediction and, for classification, one probability column per class."""
+    out = pd.DataFrame({"row": list(index)})
+    if y_true is not None:
+        out[target] = list(y_true)
+    out[f"predicted_{target}"] = list(y_pred)
+    if proba is not None and classes is not None:
+        for k, c in enumerate(classes):
+            out[f"p({c})"] = proba[:, k]
+    for k, v in (extra or {}).items():
+        out[k] = list(v)
+    return out
+
+
+def merge_columns(original: pd.DataFrame, filled: pd.DataFrame) -> pd.DataFrame:
+    """The original table with the columns of `filled` swapped in (same order and index);
+    columns the model did not see are kept as they were."""
+    out = original.copy()
+    for c in filled.columns:
+        if c in out.columns:
+            out[c] = filled[c]
+    return out
+
+
+HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"
+
+
+def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT):
+    """A pandas Styler that marks the cells where `mask` is True."""
+    m = mask.reindex(index=df.index, columns=df.columns, fill_value=False).to_numpy(dtype=bool)
+
+    def paint(_):
+        import numpy as np
+        return pd.DataFrame(np.where(m, style, ""), index=df.index, columns=df.columns)
+
+    return df.style.apply(paint, axis=None).format(precision=3, na_rep="")

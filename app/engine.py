@@ -1,0 +1,169 @@
+"""The app's only door to FEAT: thin calls to feat_engine's public API (estimators,
+relation_matrix, checkpoint), timing them and turning the engine's warnings and input
+errors into messages for the page. No Streamlit and no modelling here."""
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+Progress = Callable[[int, int, str], None]
+
+
+class EngineError(ValueError):
+    """FEAT refused the input or is not available; the message says why and what to do."""
+
+
+@dataclass
+class Outcome:
+    value: object
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+
+def _api():
+    try:
+        import feat_engine as fe
+        fe.FEATClassifier  # noqa: B018 - fail early when the estimators are missing
+        return fe
+    except (ImportError, AttributeError) as e:
+        raise EngineError(f"the FEAT estimators are not available in this installation ({e}). "
+                          "Run `bash scripts/setup.sh` to install the engine.") from None
+
+
+def available() -> tuple[bool, str]:
+    try:
+        _api()
+        return True, ""
+    except EngineError as e:
+        return False, str(e)
+
+
+def _call(fn, *args, **kwargs) -> Outcome:
+    """Run fn, collecting the engine's warnings; its input errors become EngineError."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = fn(*args, **kwargs)
+        except (ValueError, TypeError, KeyError) as e:
+            raise EngineError(f"FEAT could not use this input: {e}. Check the target and the column "
+                              "types ('use as') in Data.") from None
+        except MemoryError:
+            raise EngineError("FEAT ran out of memory on this table. Use fewer rows or columns, "
+                              "or lower 'max context rows'.") from None
+        except RuntimeError as e:
+            msg = str(e).splitlines()[0][:300]
+            if "out of memory" in msg.lower():
+                raise EngineError(f"FEAT ran out of memory ({msg}). Use fewer rows or columns, "
+                                  "or lower 'max context rows'.") from None
+            raise EngineError(f"FEAT failed on this table ({type(e).__name__}: {msg}).") from None
+    seconds = time.perf_counter() - t0
+    notes = []
+    for w in caught:
+        text = str(w.message)
+        if w.category.__name__ in ("FEATDataWarning", "UserWarning", "RuntimeWarning") and text not in notes \
+                and "torch" not in str(w.filename):
+            notes.append(text)
+    return Outcome(value, seconds, notes)
+
+
+def _kwargs(params: dict, progress: Progress | None) -> dict:
+    kw = {k: v for k, v in params.items() if v is not None}
+    if progress is not None:
+        kw["progress"] = progress
+    return kw
+
+
+def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,
+            params: dict, progress: Progress | None = None) -> Outcome:
+    """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes)."""
+    fe = _api()
+
+    def go():
+        if task == "classification":
+            est = fe.FEATClassifier(**_kwargs(params, progress)).fit(X_train, y_train)
+            proba = np.asarray(est.predict_proba(X_test), dtype=float)
+            classes = list(est.classes_)
+            pred = np.asarray(classes, dtype=object)[proba.argmax(axis=1)] if len(proba) else np.array([], dtype=object)
+            return {"pred": pred, "proba": proba, "classes": classes}
+        est = fe.FEATRegressor(**_kwargs(params, progress)).fit(X_train, y_train)
+        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None}
+
+    return _call(go)
+
+
+def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> Outcome:
+    """FEATImputer().fit_transform(X). value: the filled table (same shape and dtypes)."""
+    fe = _api()
+    return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))
+
+
+def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
+              progress: Progress | None = None) -> Outcome:
+    """FEAT's relation matrix with Pearson and Spearman in the same labels and order.
+    value: dict(FEAT=, Pearson=, Spearman=) of square DataFrames."""
+    fe = _api()
+
+    def go():
+        kw = _kwargs(params or {}, progress)
+        kw = {k: v for k, v in kw.items() if k in inspect.signature(fe.relation_matrix).parameters}
+        a = fe.relation_matrix(X, target=target, **kw)
+        labels = list(a.index)
+        return {
+            "FEAT": a,
+            "Pearson": fe.pearson_matrix(X, target=target).reindex(index=labels, columns=labels),
+            "Spearman": fe.spearman_matrix(X, target=target).reindex(index=labels, columns=labels),
+        }
+
+    return _call(go)
+
+
+# --------------------------------------------------------------------------- model info
+
+def model_info() -> dict:
+    """What the sidebar shows (checkpoint name, parameters, file size, device, card), plus
+    the loaded model and the estimator arguments that make the estimators use it."""
+    from feat_engine.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+    from feat_engine.inference import resolve_device
+    path = Path(DEFAULT_CHECKPOINT)
+    model, meta = load_checkpoint(path)
+    n_params = sum(p.numel() for p in model.parameters())
+    card = path.parent / "model-card.md"
+    card_text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else None
+    return {
+        "name": _card_title(card_text) or str(meta.get("name") or path.stem),
+        "params": int(n_params),
+        "file_mb": path.stat().st_size / 2**20,
+        "path": str(path),
+        "device": str(resolve_device("auto")),
+        "card": card_text,
+        "meta": meta,
+        "model": model,
+        "estimator_args": {"checkpoint": model, "max_features": _max_features(meta)},
+    }
+
+
+def _card_title(text: str | None) -> str | None:
+    """The model card's first Markdown heading ('# Model card: feat-small' -> 'feat-small')."""
+    for line in (text or "").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip()
+            return title.split(":", 1)[1].strip() if title.lower().startswith("model card:") else title
+    return None
+
+
+def _max_features(meta: dict) -> int | None:
+    """The widest table the checkpoint was pretrained on, as the engine reads it from the
+    checkpoint's meta (needed because a loaded model carries no meta)."""
+    try:
+        from feat_engine.ensemble import trained_max_features
+        return int(trained_max_features(meta))
+    except Exception:
+        return None

@@ -1,0 +1,227 @@
+"""Plotly figures for the app, built from plain DataFrames (no Streamlit, no model)."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from scipy.cluster.hierarchy import leaves_list, linkage
+from scipy.spatial.distance import squareform
+
+PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
+FEAT_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = "#2a6f97", "#e76f51", "#8ab17d"
+METHOD_COLORS = {"FEAT": FEAT_COLOR, "Pearson": PEARSON_COLOR, "Spearman": SPEARMAN_COLOR}
+
+
+# --------------------------------------------------------------------------- relations
+
+def cluster_order(m: pd.DataFrame) -> list:
+    """Labels of a square matrix in hierarchical-clustering order (average linkage on
+    1 - the symmetrised |m| scaled to [0, 1]); one order for all heatmaps."""
+    labels = list(m.index)
+    if len(labels) <= 2:
+        return labels
+    a = np.abs(np.nan_to_num(m.to_numpy(dtype=float)))
+    s = (a + a.T) / 2
+    np.fill_diagonal(s, 0.0)
+    top = s.max()
+    s = s / top if top > 0 else s
+    d = 1.0 - s
+    np.fill_diagonal(d, 0.0)
+    z = linkage(squareform(d, checks=False), method="average", optimal_ordering=True)
+    return [labels[i] for i in leaves_list(z)]
+
+
+def asymmetric_part(a: pd.DataFrame, part: str) -> pd.DataFrame:
+    """A, its transpose, or A − Aᵀ, with the same labels."""
+    if part == "A":
+        return a
+    if part == "AT":
+        return a.T.loc[a.index, a.columns]
+    if part == "A-AT":
+        return a - a.T.loc[a.index, a.columns]
+    raise ValueError(f"unknown part {part!r}; one of {list(PARTS)}")
+
+
+def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", diverging: bool = False,
+            height: int = 420, blank_diagonal: bool = False) -> go.Figure:
+    """A square matrix as a heatmap in `order`; `blank_diagonal` leaves the diagonal empty
+    (FEAT's is zero by construction and would stretch the colour scale)."""
+    order = list(m.index) if order is None else [o for o in order if o in m.index]
+    m = m.loc[order, order]
+    z = m.to_numpy(dtype=float).copy()
+    if blank_diagonal:
+        np.fill_diagonal(z, np.nan)
+    kw = {}
+    if diverging:
+        lim = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+        kw = dict(colorscale="RdBu", zmid=0.0, zmin=-lim, zmax=lim, reversescale=True)
+    else:
+        kw = dict(colorscale="Viridis")
+    labels = [str(c) for c in order]
+    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, hovertemplate="row %{y}<br>column %{x}<br>%{z:.3f}<extra></extra>", **kw))
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=9))
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    return fig
+
+
+def graph_edges(a: pd.DataFrame, top_k: int | None = None, threshold: float | None = None) -> list[tuple]:
+    """Directed edges (row label, column label, weight) from the off-diagonal of `a`.
+
+    `top_k`: the k heaviest; `threshold` (0..1): weights >= threshold x the largest weight.
+    Only positive weights make edges."""
+    v = a.to_numpy(dtype=float).copy()
+    np.fill_diagonal(v, np.nan)
+    r, c = np.where(np.isfinite(v) & (v > 0))
+    w = v[r, c]
+    order = np.argsort(-w, kind="stable")
+    r, c, w = r[order], c[order], w[order]
+    if threshold is not None and len(w):
+        keep = w >= threshold * w[0]
+        r, c, w = r[keep], c[keep], w[keep]
+    if top_k is not None:
+        r, c, w = r[:top_k], c[:top_k], w[:top_k]
+    return [(a.index[i], a.columns[j], float(x)) for i, j, x in zip(r, c, w)]
+
+
+def target_relation(a: pd.DataFrame, target) -> pd.Series:
+    """How strongly each column relates to the target in `a`: mean of both directions of |a|."""
+    if target is None or target not in a.index:
+        return pd.Series(np.nan, index=a.index)
+    s = (a.loc[target].abs() + a[target].abs()) / 2
+    return s.drop(target)
+
+
+def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int = 0,
+                     height: int = 520, direction_note: str = "") -> tuple[go.Figure, nx.DiGraph]:
+    """networkx spring layout of all columns, edges drawn as Plotly arrows (width by
+    weight), nodes coloured by their relation to the target (the target is a star)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(a.index)
+    for s, t, w in edges:
+        g.add_edge(s, t, weight=w)
+    und = g.to_undirected()
+    pos = nx.spring_layout(und, seed=seed, weight="weight") if len(g) > 1 else {n: (0.0, 0.0) for n in g}
+    rel = target_relation(a, target)
+    wmax = max([w for _, _, w in edges], default=1.0) or 1.0
+    fig = go.Figure()
+    # edges: a line trace for hover-less drawing, annotations for the arrowheads
+    ex, ey = [], []
+    for s, t, w in edges:
+        (x0, y0), (x1, y1) = pos[s], pos[t]
+        ex += [x0, x1, None]
+        ey += [y0, y1, None]
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=True, arrowhead=2, arrowsize=1.2, standoff=9,
+                           arrowwidth=0.6 + 3.0 * w / wmax, arrowcolor="rgba(80,80,80,0.55)", text="")
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(width=0.5, color="rgba(0,0,0,0)"),
+                             hoverinfo="skip", showlegend=False, name="edges"))
+    nodes = [n for n in g.nodes if n != target]
+    vals = [float(rel.get(n, np.nan)) for n in nodes]
+    has_rel = np.isfinite(vals).any() if vals else False
+    fig.add_trace(go.Scatter(
+        x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text",
+        text=[str(n) for n in nodes], textposition="top center", textfont=dict(size=10),
+        marker=dict(size=16, color=vals if has_rel else "#9aa5b1", colorscale="YlOrRd",
+                    showscale=bool(has_rel), colorbar=dict(title="to target") if has_rel else None,
+                    line=dict(width=1, color="#333")),
+        hovertemplate="%{text}<br>relation to target %{marker.color:.3f}<extra></extra>" if has_rel else "%{text}<extra></extra>",
+        name="columns", showlegend=False))
+    if target is not None and target in g:
+        fig.add_trace(go.Scatter(x=[pos[target][0]], y=[pos[target][1]], mode="markers+text", text=[str(target)],
+                                 textposition="bottom center", marker=dict(size=24, symbol="star", color="#1d3557"),
+                                 name="target", hovertemplate="target %{text}<extra></extra>", showlegend=False))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+                      title=f"{len(edges)} strongest relations" + (f" ({direction_note})" if direction_note else ""))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig, g
+
+
+def target_bars(rel: pd.DataFrame, target: str) -> go.Figure:
+    """Grouped bars, one group per feature, one bar per method (columns of `rel`). Each
+    method is scaled by its largest |value| so that the methods share an axis; hover
+    shows the raw value."""
+    fig = go.Figure()
+    order = rel.abs().max(axis=1).sort_values(ascending=False).index if len(rel) else rel.index
+    for m in rel.columns:
+        raw = rel.loc[order, m].astype(float)
+        top = float(np.nanmax(np.abs(raw))) if np.isfinite(raw).any() else 1.0
+        fig.add_trace(go.Bar(x=[str(i) for i in order], y=np.abs(raw) / (top or 1.0), name=m,
+                             marker_color=METHOD_COLORS.get(m), customdata=raw.to_numpy(),
+                             hovertemplate="%{x}<br>" + m + " %{customdata:.3f}<extra></extra>"))
+    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=40, b=10),
+                      title=f"Relation of each feature to {target!r} (|value| / method's max)",
+                      yaxis_title="scaled |relation|")
+    fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+# --------------------------------------------------------------------------- data view
+
+def missingness_bars(df: pd.DataFrame) -> go.Figure:
+    share = df.isna().mean()
+    fig = go.Figure(go.Bar(x=[str(c) for c in df.columns], y=share.to_numpy(), marker_color="#e76f51",
+                           customdata=df.isna().sum().to_numpy(),
+                           hovertemplate="%{x}<br>%{y:.1%} missing (%{customdata} cells)<extra></extra>"))
+    fig.update_layout(title="Missing share per column", height=320, margin=dict(l=10, r=10, t=40, b=10),
+                      yaxis=dict(tickformat=".0%", range=[0, max(0.05, float(share.max()) * 1.1)]))
+    fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+def missingness_matrix(df: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go.Figure:
+    """Missing cells (dark) for a random sample of rows, in table order."""
+    sub = df if len(df) <= n_rows else df.sample(n_rows, random_state=seed).sort_index()
+    z = sub.isna().to_numpy().astype(int)
+    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in df.columns], y=[str(i) for i in sub.index],
+                               colorscale=[[0, "#edf2f4"], [1, "#1d3557"]], zmin=0, zmax=1, showscale=False,
+                               hovertemplate="row %{y}<br>%{x}<br>missing=%{z}<extra></extra>"))
+    fig.update_layout(title=f"Missing cells in {len(sub)} of {len(df)} rows", height=360,
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", showticklabels=False, title="rows")
+    fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+# --------------------------------------------------------------------------- predict view
+
+def confusion_figure(cm: pd.DataFrame, title: str = "Confusion matrix") -> go.Figure:
+    fig = go.Figure(go.Heatmap(z=cm.to_numpy(), x=list(cm.columns), y=list(cm.index), colorscale="Blues",
+                               texttemplate="%{z}", showscale=False,
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{z} rows<extra></extra>"))
+    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis_title="predicted", yaxis_title="true")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target") -> go.Figure:
+    y_true = np.asarray(y_true, dtype=float)
+    fig = go.Figure()
+    for name, p in preds.items():
+        fig.add_trace(go.Scatter(x=y_true, y=np.asarray(p, dtype=float), mode="markers", name=name, opacity=0.7,
+                                 marker=dict(size=6, color=METHOD_COLORS.get(name))))
+    lo = float(np.nanmin([y_true.min()] + [np.nanmin(p) for p in preds.values()]))
+    hi = float(np.nanmax([y_true.max()] + [np.nanmax(p) for p in preds.values()]))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line=dict(dash="dash", color="#555")))
+    fig.update_layout(title="Predicted vs actual", height=420, margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis_title=f"actual {target}", yaxis_title=f"predicted {target}")
+    return fig
+
+
+# --------------------------------------------------------------------------- masking view
+
+def imputation_bars(scores: pd.DataFrame, metric: str) -> go.Figure:
+    """`scores`: columns column, method, metric, value. One group per column, a bar per method."""
+    sub = scores[scores["metric"] == metric]
+    fig = go.Figure()
+    for m, part in sub.groupby("method", sort=False):
+        fig.add_trace(go.Bar(x=part["column"].astype(str), y=part["value"], name=str(m),
+                             marker_color=METHOD_COLORS.get(str(m))))
+    better = "lower is better" if metric == "NRMSE" else "higher is better"
+    fig.update_layout(barmode="group", height=360, title=f"{metric} per column ({better})",
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(tickangle=-60)
+    return fig

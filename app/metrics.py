@@ -1,0 +1,112 @@
+"""Scores shown in the Predict and Masking views; plain numpy/pandas/scikit-learn."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from sklearn import metrics as skm
+
+
+def classification_metrics(y_true, y_pred, proba: np.ndarray | None = None, classes=None) -> dict[str, float]:
+    """accuracy, macro F1 and ROC-AUC (binary: positive = classes[1]; multiclass: one-vs-rest
+    macro). ROC-AUC is NaN when the holdout has a single class or no probabilities are given."""
+    y_true = np.asarray(y_true)
+    y_pred = np.asarray(y_pred)
+    out = {
+        "accuracy": float(skm.accuracy_score(y_true, y_pred)),
+        "F1 (macro)": float(skm.f1_score(y_true, y_pred, average="macro", zero_division=0)),
+        "ROC-AUC": float("nan"),
+    }
+    if proba is not None and classes is not None:
+        out["ROC-AUC"] = roc_auc(y_true, np.asarray(proba, dtype=float), list(classes))
+    return out
+
+
+def roc_auc(y_true, proba: np.ndarray, classes: list) -> float:
+    present = pd.unique(np.asarray(y_true))
+    if len(present) < 2:
+        return float("nan")
+    if len(classes) == 2:
+        return float(skm.roc_auc_score(np.asarray(y_true) == classes[1], proba[:, 1]))
+    # one-vs-rest over the classes present in the holdout, probabilities renormalised
+    idx = [i for i, c in enumerate(classes) if c in set(present)]
+    p = proba[:, idx]
+    p = p / np.clip(p.sum(axis=1, keepdims=True), 1e-12, None)
+    labels = [classes[i] for i in idx]
+    if len(labels) == 2:
+        return float(skm.roc_auc_score(np.asarray(y_true) == labels[1], p[:, 1]))
+    try:
+        return float(skm.roc_auc_score(y_true, p, multi_class="ovr", average="macro", labels=labels))
+    except ValueError:
+        return float("nan")
+
+
+def regression_metrics(y_true, y_pred) -> dict[str, float]:
+    y_true = np.asarray(y_true, dtype=float)
+    y_pred = np.asarray(y_pred, dtype=float)
+    return {
+        "RMSE": float(math.sqrt(skm.mean_squared_error(y_true, y_pred))),
+        "R²": float(skm.r2_score(y_true, y_pred)) if len(y_true) > 1 else float("nan"),
+        "MAE": float(skm.mean_absolute_error(y_true, y_pred)),
+    }
+
+
+def confusion(y_true, y_pred, labels) -> pd.DataFrame:
+    """Rows: true class, columns: predicted class, in the order of `labels`."""
+    cm = skm.confusion_matrix(np.asarray(y_true), np.asarray(y_pred), labels=list(labels))
+    names = [str(c) for c in labels]
+    return pd.DataFrame(cm, index=pd.Index(names, name="true"), columns=pd.Index(names, name="predicted"))
+
+
+def compare_table(scores: dict[str, dict[str, float]], seconds: dict[str, float]) -> pd.DataFrame:
+    """Methods as rows, metrics plus fit+predict seconds as columns."""
+    df = pd.DataFrame(scores).T
+    df["seconds"] = pd.Series(seconds)
+    df.index.name = "method"
+    return df
+
+
+# --------------------------------------------------------------------------- imputation
+
+def imputation_scores(truth: pd.DataFrame, filled: pd.DataFrame, mask: np.ndarray,
+                      kinds: dict[str, str]) -> pd.DataFrame:
+    """Per-column score on the hidden cells.
+
+    numeric columns: NRMSE = RMSE over hidden cells / std of the column's true values
+    (all rows), so 1.0 is about as good as guessing the mean; categorical columns:
+    accuracy over hidden cells. Columns with no hidden cell are left out.
+    """
+    rows = []
+    for j, c in enumerate(truth.columns):
+        m = np.asarray(mask[:, j], dtype=bool)
+        if not m.any():
+            continue
+        t, f = truth[c].to_numpy()[m], filled[c].to_numpy()[m]
+        if kinds.get(c) == "numeric":
+            t = np.asarray(t, dtype=float)
+            f = np.asarray(f, dtype=float)
+            sd = float(np.nanstd(truth[c].to_numpy(dtype=float)))
+            ok = ~np.isnan(t)
+            rmse = float(np.sqrt(np.nanmean((t[ok] - f[ok]) ** 2))) if ok.any() else float("nan")
+            rows.append({"column": c, "kind": "numeric", "metric": "NRMSE", "value": rmse / sd if sd > 0 else float("nan"),
+                         "hidden": int(m.sum())})
+        else:
+            acc = float(np.mean([_same(a, b) for a, b in zip(t, f)]))
+            rows.append({"column": c, "kind": "categorical", "metric": "accuracy", "value": acc, "hidden": int(m.sum())})
+    return pd.DataFrame(rows, columns=["column", "kind", "metric", "value", "hidden"])
+
+
+def _same(a, b) -> bool:
+    if pd.isna(a) and pd.isna(b):
+        return True
+    return str(a) == str(b)
+
+
+def overall_scores(per_column: pd.DataFrame) -> dict[str, float]:
+    """Mean NRMSE over numeric columns and mean accuracy over categorical ones (NaN if none)."""
+    out = {}
+    for metric in ("NRMSE", "accuracy"):
+        v = per_column.loc[per_column["metric"] == metric, "value"]
+        out[metric] = float(v.mean()) if len(v) else float("nan")
+    return out

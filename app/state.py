@@ -1,0 +1,140 @@
+"""Session state and caches shared by the views (the only helper module that imports Streamlit).
+
+* the model: loaded once per process with `st.cache_resource` (`model_info`);
+* parsed uploads: `st.cache_data` keyed by the sha256 of the uploaded bytes;
+* the current dataset and the user's column types: `st.session_state`;
+* results of runs: stored in session state next to the dataset digest and parameters
+  they were made with, so a rerun (a widget moved, a download clicked) does not redo them.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from . import engine
+from . import io as aio
+
+DS = "dataset"          # dict: name, df, digest, target, source, notes
+TYPES = "types"         # dict column -> numeric | categorical | ignore (the user's choice)
+
+
+@st.cache_resource(show_spinner="Loading the FEAT checkpoint ...")
+def model_info() -> dict:
+    """The shipped checkpoint, loaded once per server process."""
+    return engine.model_info()
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@st.cache_data(show_spinner="Reading the table ...", max_entries=8)
+def _parse_cached(digest: str, name: str, delimiter: str, encoding: str, max_mb: float, _data: bytes) -> aio.Loaded:
+    # `_data` is not hashed: the key is the digest of the bytes (plus the reading options)
+    return aio.read_table_bytes(_data, name, delimiter=delimiter, encoding=encoding, max_mb=max_mb)
+
+
+def parse_upload(data: bytes, name: str, delimiter: str = "auto", encoding: str = "auto",
+                 max_mb: float = aio.MAX_UPLOAD_MB) -> tuple[aio.Loaded, str]:
+    digest = digest_of(data)
+    loaded = _parse_cached(digest, name, delimiter, encoding, float(max_mb), data)
+    aio.check_fits_machine(loaded.df.shape[0], loaded.df.shape[1], name)
+    return loaded, digest
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _sample_cached(key: str) -> tuple[pd.DataFrame, str]:
+    return aio.load_sample(key)
+
+
+def set_dataset(name: str, df: pd.DataFrame, digest: str, source: str, target: str | None = None,
+                notes: list[str] | None = None) -> None:
+    """Make `df` the current dataset (resets column types and earlier results if it changed)."""
+    cur = st.session_state.get(DS)
+    if cur is not None and cur["digest"] == digest:
+        return
+    detected = aio.detect_types(df)
+    st.session_state[DS] = {"name": name, "df": df, "digest": digest, "source": source, "target": target,
+                            "notes": notes or [], "detected": detected}
+    st.session_state[TYPES] = {c: t for c, (t, _) in detected.items()}
+    for k in list(st.session_state.keys()):
+        if str(k).startswith("result:"):
+            del st.session_state[k]
+    st.rerun()  # so that the sidebar (drawn before the page) shows the new dataset
+
+
+def load_sample(key: str) -> None:
+    df, target = _sample_cached(key)
+    set_dataset(key, df, f"sample:{key}", "sample (scikit-learn)", target)
+
+
+def dataset() -> dict | None:
+    return st.session_state.get(DS)
+
+
+def types() -> dict[str, str]:
+    return st.session_state.get(TYPES, {})
+
+
+def model_table() -> tuple[pd.DataFrame, list[str]]:
+    """The current dataset as the model sees it (ignored columns dropped, overrides applied)."""
+    ds = dataset()
+    return _apply_schema_cached(ds["digest"], tuple(sorted(types().items())), ds["df"])
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _apply_schema_cached(digest: str, types_items: tuple, _df: pd.DataFrame):
+    return aio.apply_schema(_df, dict(types_items))
+
+
+def require_dataset() -> dict | None:
+    """The dataset, or an info box pointing to the Data view (and None)."""
+    ds = dataset()
+    if ds is None:
+        st.info("No table loaded yet. Open **Data** to upload a file or pick a sample table.")
+        st.page_link("views/data.py", label="Go to Data", icon=":material/table:")
+    return ds
+
+
+def result(kind: str) -> dict | None:
+    r = st.session_state.get(f"result:{kind}")
+    ds = dataset()
+    if r is None or ds is None or r.get("digest") != ds["digest"]:
+        return None
+    return r
+
+
+def store_result(kind: str, value: dict[str, Any]) -> None:
+    ds = dataset()
+    value["digest"] = ds["digest"] if ds else None
+    st.session_state[f"result:{kind}"] = value
+
+
+def progress_callback(bar):
+    """An estimator progress callback that moves an st.progress bar."""
+    def cb(done: int, total: int, message: str = "") -> None:
+        frac = 0.0 if not total else max(0.0, min(1.0, done / total))
+        bar.progress(frac, text=str(message)[:120])
+    return cb
+
+
+def show_error(e: Exception) -> None:
+    """A TableError or EngineError as a red box; never a traceback."""
+    if isinstance(e, aio.TableError):
+        st.error(f"**{e.problem}**\n\n{e.fix}" if e.fix else f"**{e.problem}**", icon=":material/error:")
+    else:
+        st.error(str(e), icon=":material/error:")
+
+
+def run_params(**kw) -> dict:
+    """Estimator arguments: the user's run parameters plus the model cached by `model_info`
+    (so every run reuses the one loaded checkpoint)."""
+    try:
+        base = dict(model_info()["estimator_args"])
+    except Exception:  # the engine then loads (and reports on) the checkpoint itself
+        base = {}
+    base.update(kw)
+    return base

@@ -1,0 +1,91 @@
+"""Data: upload a table or pick a sample; preview, schema with type overrides, missingness."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import figures, state
+from app import io as aio
+
+st.title("Data")
+
+src = st.radio("Source", ["Sample table", "Upload a file"], horizontal=True, key="data_source")
+
+if src == "Sample table":
+    c1, c2 = st.columns([3, 1])
+    key = c1.selectbox("Sample table (ships with scikit-learn, no download)", list(aio.SAMPLES), key="sample_key")
+    c2.write("")
+    c2.write("")
+    if c2.button("Use this sample", type="primary", key="use_sample"):
+        state.load_sample(key)
+else:
+    limit_mb = int(st.get_option("server.maxUploadSize") or aio.MAX_UPLOAD_MB)
+    st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to {limit_mb} MB. The encoding "
+               "(UTF-8, UTF-16, Windows-1252) and the delimiter are detected; override them below if needed.")
+    up = st.file_uploader("Table file", key="upload")
+    c1, c2 = st.columns(2)
+    delim_names = {"auto": "auto", ",": "comma ,", ";": "semicolon ;", "\t": "tab", "|": "pipe |"}
+    delimiter = c1.selectbox("Delimiter (text files)", list(delim_names), format_func=delim_names.get, key="delimiter")
+    encoding = c2.selectbox("Encoding (text files)", ["auto", "utf-8", "utf-16", "cp1252", "latin-1"], key="encoding")
+    if up is not None:
+        loaded = None
+        try:
+            loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
+        except aio.TableError as e:
+            state.show_error(e)
+        except Exception as e:  # anything a reader did not foresee: still no traceback
+            state.show_error(aio.TableError(f"{up.name}: could not be read ({type(e).__name__}: {str(e)[:200]}).",
+                                            "Export the table to CSV in UTF-8 and upload that."))
+        if loaded is None and state.dataset() is not None:
+            st.caption(f"Still showing the previous table, {state.dataset()['name']}.")
+        if loaded is not None:
+            notes = list(loaded.notes)
+            if loaded.delimiter:
+                notes.insert(0, f"delimiter {aio.DELIMITERS.get(loaded.delimiter, repr(loaded.delimiter))}, "
+                                f"encoding {loaded.encoding}")
+            state.set_dataset(up.name, loaded.df, f"{digest}:{delimiter}:{encoding}", f"upload, {loaded.fmt}",
+                              notes=notes)
+
+ds = state.dataset()
+if ds is None:
+    st.info("Pick a sample table and press **Use this sample**, or upload a file.")
+    st.stop()
+
+df: pd.DataFrame = ds["df"]
+st.subheader(ds["name"])
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Rows", f"{df.shape[0]:,}")
+m2.metric("Columns", f"{df.shape[1]:,}")
+m3.metric("Missing cells", f"{int(df.isna().sum().sum()):,}")
+m4.metric("Memory", f"{df.memory_usage(deep=True).sum() / 2**20:.1f} MB")
+for n in ds["notes"]:
+    st.caption(f"Read: {n}")
+
+st.markdown("#### Preview")
+st.dataframe(df.head(100), width="stretch", height=260)
+
+st.markdown("#### Schema")
+st.caption("The detected type of each column. Change **use as** to read a column differently, "
+           "or to leave it out (ignore). Your values are never changed.")
+schema = aio.schema_frame(df, ds["detected"], state.types())
+edited = st.data_editor(
+    schema, key=f"schema:{ds['digest']}", hide_index=True, width="stretch",
+    disabled=[c for c in schema.columns if c != "use as"],
+    column_config={"use as": st.column_config.SelectboxColumn("use as", options=list(aio.TYPES), required=True)},
+)
+new_types = dict(zip(edited["column"], edited["use as"]))
+if new_types != state.types():
+    st.session_state[state.TYPES] = new_types
+table, notes = state.model_table()
+for n in notes:
+    st.warning(n, icon=":material/warning:")
+ignored = [c for c, t in new_types.items() if t == "ignore"]
+st.caption(f"The model sees {table.shape[1]} of {df.shape[1]} columns"
+           + (f"; ignored: {', '.join(map(str, ignored))}" if ignored else "") + ".")
+
+st.markdown("#### Missing values")
+if not df.isna().any(axis=None):
+    st.caption("No cell is missing. The **Masking demo** hides cells on purpose to test imputation.")
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures.missingness_bars(df), width="stretch", key="miss_bars")
+c2.plotly_chart(figures.missingness_matrix(df), width="stretch", key="miss_matrix")

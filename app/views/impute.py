@@ -1,0 +1,77 @@
+"""Impute: fill every missing cell of the table with FEAT; highlight and download."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app import downloads, engine, state
+from app import io as aio
+
+st.title("Impute")
+ds = state.require_dataset()
+if ds is None:
+    st.stop()
+table, _ = state.model_table()
+miss = table.isna()
+n_miss = int(miss.to_numpy().sum())
+st.caption(f"FEAT reads all {len(table):,} rows as context and fills every missing cell of the "
+           f"{table.shape[1]} columns in use. Observed cells are returned unchanged.")
+if n_miss == 0:
+    st.info("This table has no missing cell in the columns in use. Try the **Masking demo**, which hides cells "
+            "on purpose and scores FEAT against the truth.")
+    st.page_link("views/masking.py", label="Open the Masking demo", icon=":material/grid_off:")
+    st.stop()
+st.markdown(f"**{n_miss:,}** missing cells in **{int(miss.any(axis=1).sum()):,}** rows.")
+
+with st.form("impute_form"):
+    f1, f2, f3 = st.columns(3)
+    seed = f1.number_input("Seed", 0, 2**31 - 1, 0, 1, key="imp_seed")
+    n_est = f2.number_input("FEAT ensemble members", 1, 16, 4, 1, key="imp_nest")
+    max_ctx = f3.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="imp_maxctx")
+    go = st.form_submit_button("Impute missing cells", type="primary", key="imp_run")
+
+if go:
+    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None)
+    try:
+        aio.check_features(table)
+        aio.check_fits_machine(*table.shape, "this table")
+        with st.status(f"FEAT imputing {n_miss:,} cells ...", expanded=True) as status:
+            bar = st.progress(0.0, text="starting")
+            out = engine.impute(table, params, state.progress_callback(bar))
+            status.update(label=f"Done in {out.seconds:.1f} s", state="complete", expanded=False)
+    except (aio.TableError, engine.EngineError) as e:
+        state.show_error(e)
+    else:
+        state.store_result("impute", {"filled": out.value, "seconds": out.seconds, "warnings": out.warnings,
+                                      "mask": miss, "types": dict(state.types())})
+
+res = state.result("impute")
+if res is None:
+    st.stop()
+filled, mask = res["filled"], res["mask"]
+st.divider()
+for w in res["warnings"]:
+    st.warning(f"FEAT: {w}", icon=":material/warning:")
+left = int(filled.isna().to_numpy().sum())
+c1, c2, c3 = st.columns(3)
+c1.metric("Cells imputed", f"{int(mask.to_numpy().sum()) - left:,}")
+c2.metric("Still missing", f"{left:,}")
+c3.metric("Time", f"{res['seconds']:.1f} s")
+if left:
+    st.warning(f"{left} cells are still missing (columns FEAT dropped, such as constant or ID columns).")
+
+st.markdown("#### Imputed cells (highlighted), rows that had a missing value")
+rows = mask.any(axis=1)
+shown = filled.loc[rows].head(200)
+st.dataframe(downloads.highlight(shown, mask.loc[shown.index]), width="stretch", height=320)
+
+full = downloads.merge_columns(ds["df"], filled)
+st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
+d1, d2 = st.columns(2)
+stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
+d1.download_button("Download filled table (CSV)", downloads.csv_bytes(full), f"{stem}_imputed.csv", "text/csv",
+                   key="dl_imp_csv")
+try:
+    d2.download_button("Download filled table (Parquet)", downloads.parquet_bytes(full), f"{stem}_imputed.parquet",
+                       "application/octet-stream", key="dl_imp_parquet")
+except aio.TableError as e:
+    d2.caption(str(e))

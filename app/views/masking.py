@@ -1,0 +1,122 @@
+"""Masking demo: hide cells of a complete table (cell/stripe/block masks), impute them with
+FEAT and with baselines, and score every method against the hidden truth."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import baselines, downloads, engine, figures, metrics, state
+from app import io as aio
+
+st.title("Masking demo")
+ds = state.require_dataset()
+if ds is None:
+    st.stop()
+table, _ = state.model_table()
+complete = table.dropna()
+st.caption("Cells of the complete rows are hidden with the paper's masks: single **cells**, **stripes** "
+           "(a run of rows in one column) and **blocks** (a run of rows over several columns). Each method "
+           "fills them, and is scored on the hidden cells: NRMSE (RMSE / column std; lower is better) for "
+           "numeric columns, accuracy for categorical ones.")
+if len(complete) < 10:
+    state.show_error(aio.TableError(
+        f"only {len(complete)} rows of the table have no missing cell; the demo needs at least 10 complete rows.",
+        "Set 'use as' to ignore for the columns with the most missing values in Data."))
+    st.stop()
+if len(complete) < len(table):
+    st.caption(f"Using the {len(complete):,} complete rows of {len(table):,}.")
+
+MIXES = {"mixed 50/30/20 (paper)": (0.5, 0.3, 0.2), "cells only": (1.0, 0.0, 0.0),
+         "stripes only": (0.0, 1.0, 0.0), "blocks only": (0.0, 0.0, 1.0)}
+with st.form("mask_form"):
+    f1, f2, f3, f4 = st.columns(4)
+    rate = f1.slider("Share of cells hidden", 0.05, 0.6, 0.2, 0.05, key="mask_rate")
+    seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="mask_seed")
+    mix_name = f3.selectbox("Mask kinds", list(MIXES), key="mask_mix")
+    max_rows = f4.number_input("Rows used (max)", 10, 100_000, min(500, len(complete)), 50, key="mask_rows",
+                               help="A random sample of the complete rows, to keep the demo fast.")
+    methods = st.multiselect("Baselines", list(baselines.BASELINE_IMPUTERS), default=list(baselines.BASELINE_IMPUTERS),
+                             key="mask_methods")
+    n_est = st.number_input("FEAT ensemble members", 1, 16, 2, 1, key="mask_nest")
+    go = st.form_submit_button("Hide cells and impute", type="primary", key="mask_run")
+
+if go:
+    try:
+        from feat_engine.prior.masks import make_mask
+        truth = complete if len(complete) <= max_rows else complete.sample(int(max_rows), random_state=int(seed)).sort_index()
+        kinds = {c: ("numeric" if pd.api.types.is_numeric_dtype(truth[c]) and not pd.api.types.is_bool_dtype(truth[c])
+                     else "categorical") for c in truth.columns}
+        mask = make_mask(truth.shape, float(rate), np.random.default_rng(int(seed)), mix=MIXES[mix_name])
+        full_rows = mask.all(axis=1)
+        if full_rows.any():  # a row with every cell hidden has nothing to condition on; keep one cell
+            for i in np.flatnonzero(full_rows):
+                mask[i, np.random.default_rng(int(seed) + i).integers(mask.shape[1])] = False
+        masked = truth.mask(pd.DataFrame(mask, index=truth.index, columns=truth.columns))
+        filled, secs, notes = {}, {}, []
+        with st.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
+            bar = st.progress(0.0, text="FEAT")
+            out = engine.impute(masked, state.run_params(n_estimators=int(n_est), random_state=int(seed)),
+                                state.progress_callback(bar))
+            filled["FEAT"], secs["FEAT"], notes = out.value, out.seconds, out.warnings
+            for m in methods:
+                st.write(f"{m} ...")
+                t0 = time.perf_counter()
+                try:
+                    filled[m] = baselines.BASELINE_IMPUTERS[m](masked, kinds)
+                    secs[m] = time.perf_counter() - t0
+                except Exception as e:  # a baseline failing must not hide FEAT's result
+                    st.warning(f"{m} failed on this table ({type(e).__name__}: {str(e)[:200]}); left out.")
+            status.update(label=f"Done: FEAT {secs['FEAT']:.1f} s", state="complete", expanded=False)
+    except (aio.TableError, engine.EngineError, ValueError) as e:
+        state.show_error(e)
+    else:
+        scores = pd.concat([metrics.imputation_scores(truth, f, mask, kinds).assign(method=m) for m, f in filled.items()],
+                           ignore_index=True)
+        state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
+                                       "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
+                                       "mix": mix_name})
+
+res = state.result("masking")
+if res is None:
+    st.stop()
+st.divider()
+for w in res["warnings"]:
+    st.warning(f"FEAT: {w}", icon=":material/warning:")
+scores: pd.DataFrame = res["scores"]
+mask = res["mask"]
+st.subheader(f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})")
+overall = pd.DataFrame({m: metrics.overall_scores(scores[scores["method"] == m]) for m in res["filled"]}).T
+overall["seconds"] = pd.Series(res["seconds"])
+overall.index.name = "method"
+fo = overall.loc["FEAT"]
+c1, c2, c3 = st.columns(3)
+c1.metric("FEAT NRMSE (numeric)", "n/a" if not np.isfinite(fo["NRMSE"]) else f"{fo['NRMSE']:.3f}")
+c2.metric("FEAT accuracy (categorical)", "n/a" if not np.isfinite(fo["accuracy"]) else f"{fo['accuracy']:.3f}")
+c3.metric("FEAT time", f"{fo['seconds']:.1f} s")
+st.markdown("#### Overall (mean over columns)")
+st.dataframe(overall.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+for metric in ("NRMSE", "accuracy"):
+    if (scores["metric"] == metric).any():
+        st.plotly_chart(figures.imputation_bars(scores, metric), width="stretch", key=f"imp_bars_{metric}")
+with st.expander("Per-column scores"):
+    wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
+    st.dataframe(wide.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+    st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
+                       "text/csv", key="dl_mask_scores")
+
+st.markdown("#### Before and after, on a sample of rows")
+truth, masked = res["truth"], res["masked"]
+hidden = pd.DataFrame(mask, index=truth.index, columns=truth.columns)
+sample_idx = hidden.index[hidden.any(axis=1)][:10]
+method = st.selectbox("Show the cells filled by", list(res["filled"]), key="mask_show_method")
+st.caption("Before: the original values, hidden cells highlighted")
+st.dataframe(downloads.highlight(truth.loc[sample_idx], hidden.loc[sample_idx]), width="stretch")
+st.caption("Hidden: what the imputers were given")
+st.dataframe(masked.loc[sample_idx], width="stretch")
+st.caption(f"After: filled by {method}, filled cells highlighted")
+st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx]), width="stretch")
+st.plotly_chart(figures.missingness_matrix(masked, n_rows=200, seed=0).update_layout(title="The mask (dark = hidden)"),
+                width="stretch", key="mask_matrix")

@@ -1,0 +1,160 @@
+"""Predict: pick a target; Evaluate on a holdout next to a GBDT, or Fill in missing targets."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from sklearn.model_selection import train_test_split
+
+from app import baselines, downloads, engine, figures, metrics, state
+from app import io as aio
+
+st.title("Predict")
+ds = state.require_dataset()
+if ds is None:
+    st.stop()
+table, _ = state.model_table()
+all_cols = list(ds["df"].columns)
+default_target = ds.get("target") if ds.get("target") in all_cols else all_cols[-1]
+c1, c2, c3 = st.columns([2, 1.3, 1.3])
+target = c1.selectbox("Target column", all_cols, index=all_cols.index(default_target), key=f"target:{ds['digest']}",
+                      help="Any column; if its 'use as' is ignore, it is still used as the target.")
+ds["target"] = target  # other views (Relations) start from the same target
+# the target as the model reads it (type override applied), else the raw column
+y_all = table[target] if target in table.columns else ds["df"][target]
+X_all = table.drop(columns=[target], errors="ignore")
+detected_task = aio.detect_task(y_all, state.types().get(target))
+tasks = ["classification", "regression"]
+task = c2.radio("Task", tasks, index=tasks.index(detected_task), key=f"task:{ds['digest']}:{target}",
+                help=f"Detected: {detected_task}. Change it if the detection is wrong.")
+mode = c3.radio("Mode", ["Evaluate", "Fill in"], key="predict_mode",
+                help="Evaluate: hide a holdout of labelled rows and score the predictions. "
+                     "Fill in: predict the rows whose target is missing.")
+if X_all.shape[1] == 0:
+    state.show_error(aio.TableError(f"no feature columns are in use besides the target {target!r}.",
+                                    "In Data, set 'use as' of more columns to numeric or categorical."))
+    st.stop()
+
+n_missing_y = int(y_all.isna().sum())
+st.caption(f"{X_all.shape[1]} features, {len(y_all) - n_missing_y:,} labelled rows, {n_missing_y:,} rows with the target missing.")
+
+with st.form("predict_form"):
+    f1, f2, f3, f4 = st.columns(4)
+    holdout = f1.slider("Holdout fraction", 0.1, 0.5, 0.25, 0.05, key="pred_holdout", disabled=mode != "Evaluate")
+    seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="pred_seed")
+    n_est = f3.number_input("FEAT ensemble members", 1, 16, 4, 1, key="pred_nest",
+                            help="Averaged over row orders, feature shuffles and column-identity draws.")
+    max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="pred_maxctx")
+    with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
+                            disabled=mode != "Evaluate", key="pred_gbdt")
+    submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
+
+if submitted:
+    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None)
+    try:
+        aio.check_features(X_all, target)
+        labelled = y_all.notna()
+        aio.check_target(y_all, task, target)
+        if mode == "Evaluate":
+            idx = np.flatnonzero(labelled.to_numpy())
+            if len(idx) < 4:
+                raise aio.TableError(f"target {target!r}: only {len(idx)} labelled rows; a holdout needs at least 4.",
+                                     "Upload more labelled rows.")
+            strat = None
+            if task == "classification":
+                vc = y_all.iloc[idx].astype(str).value_counts()
+                strat = y_all.iloc[idx].astype(str) if vc.min() >= 2 and int(round(holdout * len(idx))) >= len(vc) else None
+            tr, te = train_test_split(idx, test_size=float(holdout), random_state=int(seed), stratify=strat)
+            aio.check_target(y_all.iloc[tr], task, f"{target} (training part)")
+        else:
+            te = np.flatnonzero(~labelled.to_numpy())
+            tr = np.flatnonzero(labelled.to_numpy())
+            if len(te) == 0:
+                raise aio.TableError(f"target {target!r}: no value is missing, so there is nothing to fill in.",
+                                     "Use Evaluate mode, or upload a table where the rows to predict have an empty target.")
+        X_tr, y_tr, X_te = X_all.iloc[tr], y_all.iloc[tr], X_all.iloc[te]
+        aio.check_fits_machine(len(X_all), X_all.shape[1], "this table")
+        with st.status(f"FEAT: {len(tr):,} context rows, {len(te):,} rows to predict ...", expanded=True) as status:
+            bar = st.progress(0.0, text="starting")
+            out = engine.predict(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
+            bar.progress(1.0, text=f"FEAT done in {out.seconds:.1f} s")
+            gb = None
+            if mode == "Evaluate" and with_gbdt:
+                st.write(f"Training {baselines.gbdt_name()} on the same {len(tr):,} rows ...")
+                try:
+                    gb = baselines.fit_predict_gbdt(X_tr, y_tr, X_te, task, int(seed))
+                except Exception as e:  # the baseline failing must not hide FEAT's result
+                    st.warning(f"{baselines.gbdt_name()} failed on this split ({type(e).__name__}: {str(e)[:200]}); "
+                               "showing FEAT alone.")
+            status.update(label=f"Done: FEAT {out.seconds:.1f} s" + (f", {gb['name']} {gb['seconds']:.1f} s" if gb else ""),
+                          state="complete", expanded=False)
+    except (aio.TableError, engine.EngineError) as e:
+        state.show_error(e)
+    else:
+        state.store_result("predict", {"target": target, "task": task, "mode": mode, "test_index": table.index[te],
+                                       "y_true": y_all.iloc[te] if mode == "Evaluate" else None,
+                                       "feat": out.value, "feat_seconds": out.seconds, "warnings": out.warnings,
+                                       "gbdt": gb, "n_train": len(tr)})
+
+res = state.result("predict")
+if res is None:
+    st.stop()
+
+st.divider()
+tgt, task_r, feat = res["target"], res["task"], res["feat"]
+st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} context rows")
+for w in res["warnings"]:
+    st.warning(f"FEAT: {w}", icon=":material/warning:")
+
+if res["mode"] == "Evaluate":
+    y_true = res["y_true"]
+    scores, secs = {}, {"FEAT": res["feat_seconds"]}
+    if task_r == "classification":
+        scores["FEAT"] = metrics.classification_metrics(y_true, feat["pred"], feat["proba"], feat["classes"])
+    else:
+        scores["FEAT"] = metrics.regression_metrics(y_true, feat["pred"])
+    gb = res["gbdt"]
+    if gb:
+        scores[gb["name"]] = (metrics.classification_metrics(y_true, gb["pred"], gb["proba"], gb["classes"])
+                              if task_r == "classification" else metrics.regression_metrics(y_true, gb["pred"]))
+        secs[gb["name"]] = gb["seconds"]
+    table_scores = metrics.compare_table(scores, secs)
+    main_keys = ["ROC-AUC", "accuracy", "F1 (macro)"] if task_r == "classification" else ["RMSE", "R²", "MAE"]
+    mc = st.columns(len(main_keys) + 1)
+    for col, k in zip(mc, main_keys):
+        v = scores["FEAT"][k]
+        delta = None
+        if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
+            delta = f"{v - scores[gb['name']][k]:+.3f} vs {gb['name']}"
+        col.metric(f"FEAT {k}", "n/a" if not np.isfinite(v) else f"{v:.3f}", delta=delta,
+                   delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
+    mc[-1].metric("FEAT time", f"{res['feat_seconds']:.1f} s")
+    st.dataframe(table_scores.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+    if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
+        st.caption("ROC-AUC is n/a: the holdout holds a single class.")
+    if task_r == "classification":
+        labels = list(feat["classes"])
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(figures.confusion_figure(metrics.confusion(y_true, feat["pred"], labels), "FEAT confusion matrix"),
+                        width="stretch", key="cm_feat")
+        if gb:
+            c2.plotly_chart(figures.confusion_figure(metrics.confusion(y_true, gb["pred"], labels),
+                                                     f"{gb['name']} confusion matrix"), width="stretch", key="cm_gbdt")
+    else:
+        preds = {"FEAT": feat["pred"]}
+        if gb:
+            preds[gb["name"]] = gb["pred"]
+        st.plotly_chart(figures.pred_vs_actual(y_true, preds, str(tgt)), width="stretch", key="pva")
+
+pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
+                                      y_true=res["y_true"], target=str(tgt))
+st.markdown("#### Predictions")
+st.dataframe(pred_df.head(200), width="stretch", height=240, hide_index=True)
+d1, d2 = st.columns(2)
+d1.download_button("Download predictions (CSV)", downloads.csv_bytes(pred_df), f"feat_predictions_{tgt}.csv",
+                   "text/csv", key="dl_pred_csv")
+try:
+    d2.download_button("Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
+                       f"feat_predictions_{tgt}.parquet", "application/octet-stream", key="dl_pred_parquet")
+except aio.TableError as e:
+    d2.caption(str(e))

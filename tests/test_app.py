@@ -1,0 +1,358 @@
+"""The app's views through streamlit.testing.v1.AppTest, with the real engine and the
+shipped checkpoint on small tables (one ensemble member, ~100-180 rows)."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("streamlit.testing.v1")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+PAGES = ["views/data.py", "views/predict.py", "views/impute.py", "views/masking.py", "views/relations.py"]
+WINE = "wine (3 classes, 178 x 14)"
+DIABETES = "diabetes (regression, 442 x 11)"
+
+
+# --------------------------------------------------------------------------- helpers
+
+def new_app() -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=300)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def no_trouble(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def load_sample(at: AppTest, key: str) -> None:
+    at.selectbox(key="sample_key").select(key).run()
+    at.button(key="use_sample").click().run()
+    no_trouble(at)
+
+
+def upload(at: AppTest, name: str, data: bytes, delimiter: str | None = None) -> None:
+    at.switch_page("views/data.py").run()
+    at.radio(key="data_source").set_value("Upload a file").run()
+    if delimiter is not None:
+        at.selectbox(key="delimiter").set_value(delimiter)
+    at.file_uploader(key="upload").set_value((name, data, "application/octet-stream")).run()
+    assert not at.exception, [e.message for e in at.exception]
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def arr(v) -> np.ndarray:
+    """A Plotly spec array: a list, or plotly's typed-array {'dtype', 'bdata', 'shape'}."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        if shape:
+            a = a.reshape([int(s) for s in str(shape).split(",")] if isinstance(shape, str) else shape)
+        return a
+    return np.asarray(v)
+
+
+def metric(at: AppTest, label: str) -> str:
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise AssertionError(f"no metric {label!r}; have {[m.label for m in at.metric]}")
+
+
+def small_table(n: int = 120, missing: float = 0.0, seed: int = 0) -> pd.DataFrame:
+    """A small wine table (numeric features, text target), optionally with NaN cells."""
+    from sklearn.datasets import load_wine
+    b = load_wine(as_frame=True)
+    df = b.frame.drop(columns=["target"]).iloc[:, :6].copy()
+    df["cultivar"] = np.asarray(b.target_names)[b.target]
+    df = df.sample(n, random_state=seed).reset_index(drop=True)
+    if missing:
+        rng = np.random.default_rng(seed)
+        m = rng.random((n, 6)) < missing
+        df.iloc[:, :6] = df.iloc[:, :6].mask(m)
+    return df
+
+
+def csv(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode()
+
+
+# --------------------------------------------------------------------------- render
+
+def test_every_view_renders_without_a_table():
+    at = new_app()
+    assert "none loaded" in " ".join(m.value for m in at.sidebar.markdown)
+    for p in PAGES[1:]:
+        at.switch_page(p).run()
+        no_trouble(at)
+        assert any("No table loaded" in i.value for i in at.info), p
+
+
+def test_every_view_renders_with_a_sample_and_the_sidebar_tells_model_and_data():
+    at = new_app()
+    load_sample(at, "breast cancer (classification, 569 x 31)")
+    side = " ".join(m.value for m in at.sidebar.markdown)
+    assert "Device:" in side and "CPU" in side
+    assert "parameters" in side and "MB checkpoint" in side
+    assert "569 rows x 31 columns" in side
+    assert metric(at, "Rows") == "569" and metric(at, "Columns") == "31"
+    miss = charts(at)
+    assert len(miss) == 2
+    assert len(arr(miss[0]["data"][0]["y"])) == 31                   # a bar per column
+    assert arr(miss[1]["data"][0]["z"]).shape == (200, 31)            # matrix of a row sample
+    for p in PAGES[1:]:
+        at.switch_page(p).run()
+        no_trouble(at)
+    at.switch_page("views/predict.py").run()
+    assert at.selectbox(key=f"target:sample:breast cancer (classification, 569 x 31)").value == "diagnosis"
+
+
+def test_type_override_and_ignore_reach_the_model_table():
+    at = new_app()
+    upload(at, "t.csv", csv(small_table(60)))
+    no_trouble(at)
+    types = dict(at.session_state["types"])
+    assert types["cultivar"] == "categorical"
+    types["alcohol"] = "ignore"
+    at.session_state["types"] = types
+    at.switch_page("views/relations.py").run()
+    no_trouble(at)
+    assert "alcohol" not in at.selectbox(key="rel_target").options
+
+
+# --------------------------------------------------------------------------- bad input
+
+BAD = [
+    ("empty.csv", b"", None, "empty"),
+    ("binary.csv", b"a,b\n\x00\x01\x02\x03,\xff\n", None, "not text"),
+    ("semi.csv", b"a;b;c\n1;2;3\n4;5;6\n", ",", "delimiter looks wrong"),
+    ("dup.csv", b"a,b,a\n1,2,3\n4,5,6\n", None, "duplicate column names"),
+    ("one.csv", b"x\n1\n2\n3\n", None, "single column"),
+    ("table.json", b'{"a": 1}', None, "are not taken"),
+    ("old.xls", b"\xd0\xcf\x11\xe0", None, ".xls format is not supported"),
+]
+
+
+@pytest.mark.parametrize("name,data,delim,needle", BAD, ids=[b[0] for b in BAD])
+def test_bad_upload_shows_an_error_not_a_traceback(name, data, delim, needle):
+    at = new_app()
+    upload(at, name, data, delim)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and needle in errors[0], errors
+    assert name in errors[0]
+    assert at.session_state["dataset"] is None if "dataset" in at.session_state else True
+
+
+def test_too_large_for_the_machine(monkeypatch):
+    at = new_app()
+    monkeypatch.setenv("FEAT_APP_AVAILABLE_BYTES", "1000")  # app.io.available_memory reads it
+    upload(at, "t.csv", csv(small_table(60)))
+    errors = [e.value for e in at.error]
+    assert errors and "GiB" in errors[0] and "sample" in errors[0]
+
+
+def test_target_with_one_class_is_refused():
+    df = small_table(60)
+    df["cultivar"] = "class_0"
+    at = new_app()
+    upload(at, "oneclass.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    target = next(s for s in at.selectbox if s.label == "Target column")
+    assert at.session_state["types"]["cultivar"] == "ignore"          # constant: not a feature, still a target
+    target.set_value("cultivar").run()
+    at.radio(key="predict_mode").set_value("Evaluate")
+    at.button(key="pred_run").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert errors and "one class only" in errors[0] and "cultivar" in errors[0]
+
+
+def test_fill_in_without_missing_targets_is_explained():
+    at = new_app()
+    upload(at, "t.csv", csv(small_table(60)))
+    at.switch_page("views/predict.py").run()
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    at.button(key="pred_run").click().run()
+    errors = [e.value for e in at.error]
+    assert errors and "nothing to fill in" in errors[0]
+
+
+# --------------------------------------------------------------------------- real runs
+
+def test_predict_classification_evaluate_with_gbdt():
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    no_trouble(at)
+    at.switch_page("views/predict.py").run()
+    assert next(r for r in at.radio if r.label == "Task").value == "classification"
+    at.number_input(key="pred_nest").set_value(1)
+    at.slider(key="pred_holdout").set_value(0.25)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    for k in ("FEAT ROC-AUC", "FEAT accuracy", "FEAT F1 (macro)"):
+        v = float(metric(at, k))
+        assert 0.0 <= v <= 1.0
+    assert metric(at, "FEAT time").endswith(" s")
+    res = at.session_state["result:predict"]
+    assert len(res["test_index"]) == 30 and res["feat"]["proba"].shape == (30, 3)
+    assert np.allclose(res["feat"]["proba"].sum(1), 1.0, atol=1e-5)
+    assert res["gbdt"] is not None and res["gbdt"]["seconds"] > 0
+    specs = charts(at)
+    assert len(specs) == 2                                             # FEAT and GBDT confusion matrices
+    for s in specs:
+        z = arr(s["data"][0]["z"])
+        assert z.shape == (3, 3) and z.sum() == 30
+    table = at.dataframe[0].value
+    assert list(table.index) == ["FEAT", res["gbdt"]["name"]] and "seconds" in table.columns
+    labels = [d.label for d in at.get("download_button")]
+    assert "Download predictions (CSV)" in labels
+
+
+def test_predict_regression_scatter():
+    at = new_app()
+    load_sample(at, DIABETES)
+    at.session_state["types"] = {**dict(at.session_state["types"]), **{c: "ignore" for c in ("s1", "s2", "s3", "s4")}}
+    at.switch_page("views/predict.py").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.slider(key="pred_holdout").set_value(0.1)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    assert float(metric(at, "FEAT RMSE")) > 0
+    float(metric(at, "FEAT R²"))
+    (scatter,) = charts(at)
+    names = [t["name"] for t in scatter["data"]]
+    assert names[0] == "FEAT" and names[-1] == "y = x" and len(names) == 3
+    assert len(arr(scatter["data"][0]["x"])) == 45                  # 10% of 442 rows
+
+
+def test_predict_fill_in_missing_targets():
+    df = small_table(100)
+    df.loc[df.index[:7], "cultivar"] = np.nan
+    at = new_app()
+    upload(at, "fill.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    res = at.session_state["result:predict"]
+    assert list(res["test_index"]) == list(range(7)) and res["y_true"] is None
+    assert set(res["feat"]["pred"]) <= set(df["cultivar"].dropna())
+
+
+def test_impute_fills_every_missing_cell_and_highlights():
+    df = small_table(100, missing=0.1)
+    n_nan = int(df.isna().sum().sum())
+    at = new_app()
+    upload(at, "holes.csv", csv(df))
+    at.switch_page("views/impute.py").run()
+    no_trouble(at)
+    at.number_input(key="imp_nest").set_value(1)
+    at.button(key="imp_run").click().run()
+    no_trouble(at)
+    assert metric(at, "Cells imputed") == f"{n_nan:,}" and metric(at, "Still missing") == "0"
+    filled = at.session_state["result:impute"]["filled"]
+    obs = df.notna()
+    pd.testing.assert_frame_equal(filled.where(obs), df.where(obs), check_dtype=False)   # observed cells unchanged
+    assert not filled.isna().any(axis=None)
+    labels = [d.label for d in at.get("download_button")]
+    assert {"Download filled table (CSV)", "Download filled table (Parquet)"} <= set(labels)
+
+
+def test_masking_demo_scores_feat_and_baselines():
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    at.switch_page("views/masking.py").run()
+    no_trouble(at)
+    at.number_input(key="mask_nest").set_value(1)
+    at.slider(key="mask_rate").set_value(0.2)
+    at.button(key="mask_run").click().run()
+    no_trouble(at)
+    res = at.session_state["result:masking"]
+    assert abs(res["mask"].mean() - 0.2) < 0.05
+    assert set(res["filled"]) == {"FEAT", "mean/mode", "KNN", "Iterative"}
+    assert float(metric(at, "FEAT NRMSE (numeric)")) > 0
+    acc = float(metric(at, "FEAT accuracy (categorical)"))
+    assert 0 <= acc <= 1
+    sc = res["scores"]
+    assert set(sc["method"]) == set(res["filled"]) and (sc.groupby("method").size() == 7).all()
+    bars = [s for s in charts(at) if "per column" in s["layout"]["title"]["text"]]
+    assert len(bars) == 2 and len(bars[0]["data"]) == 4               # NRMSE and accuracy, a bar per method
+    for f in res["filled"].values():
+        assert not f.isna().any(axis=None)
+
+
+def test_relations_heatmaps_graph_and_parts():
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    at.switch_page("views/relations.py").run()
+    at.selectbox(key="rel_target").set_value("cultivar")
+    at.number_input(key="rel_nest").set_value(1)
+    at.button(key="rel_run").click().run()
+    no_trouble(at)
+    specs = charts(at)
+    heat = [s for s in specs if s["data"][0]["type"] == "heatmap"]
+    assert len(heat) == 3
+    orders = [list(h["data"][0]["x"]) for h in heat]
+    assert orders[0] == orders[1] == orders[2] and len(orders[0]) == 7          # one clustering order, D + 1
+    for h in heat:
+        assert arr(h["data"][0]["z"]).shape == (7, 7)
+    a = at.session_state["result:relations"]["mats"]["FEAT"]
+    assert np.allclose(a.sum(axis=1), 1.0) and np.allclose(np.diag(a), 0.0)
+    graph = [s for s in specs if any(t.get("name") == "target" for t in s["data"])]
+    assert len(graph) == 1
+    nodes = [t for t in graph[0]["data"] if t.get("name") == "columns"][0]
+    assert len(arr(nodes["x"])) == 6
+    k = at.slider(key="rel_topk").value
+    assert len(graph[0]["layout"]["annotations"]) == k
+    bars = [s for s in specs if s["data"][0]["type"] == "bar"]
+    assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == ["FEAT", "Pearson", "Spearman"]
+    # the asymmetric part: A - A^T is antisymmetric
+    at.radio(key="rel_part").set_value("A-AT").run()
+    no_trouble(at)
+    z = np.nan_to_num(arr(charts(at)[0]["data"][0]["z"]).astype(float))  # diagonal left blank
+    assert np.allclose(z, -z.T, atol=1e-6) and np.abs(z).max() > 0
+    at.slider(key="rel_topk").set_value(3).run()
+    graph = [s for s in charts(at) if any(t.get("name") == "target" for t in s["data"])][0]
+    assert len(graph["layout"]["annotations"]) == 3
+    labels = [d.label for d in at.get("download_button")]
+    assert "FEAT matrix (CSV)" in labels and "All three, long format (CSV)" in labels
+
+
+def test_excel_and_parquet_uploads_render():
+    df = small_table(40)
+    buf = io.BytesIO()
+    df.to_excel(buf, index=False)
+    at = new_app()
+    upload(at, "wine.xlsx", buf.getvalue())
+    no_trouble(at)
+    assert metric(at, "Rows") == "40" and metric(at, "Columns") == "7"
+    upload(at, "wine.parquet", df.to_parquet(index=False))
+    no_trouble(at)
+    assert at.session_state["dataset"]["name"] == "wine.parquet"
+
+
+def test_engine_refusal_is_an_error_box():
+    df = small_table(120)
+    df["group"] = [f"g{i % 12}" for i in range(len(df))]   # 12 classes: more than relation_matrix takes
+    at = new_app()
+    upload(at, "groups.csv", csv(df))
+    at.switch_page("views/relations.py").run()
+    at.selectbox(key="rel_target").set_value("group")
+    at.number_input(key="rel_nest").set_value(1)
+    at.button(key="rel_run").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "group" in errors[0] and "classes" in errors[0], errors

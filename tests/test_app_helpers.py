@@ -1,0 +1,354 @@
+"""The app's pure helpers (no Streamlit, no model): loading and validation, metrics,
+Plotly figure specs, download bytes, baselines."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app import baselines, downloads, figures, metrics
+from app import io as aio
+
+CSV = b"a,b,c\n1,2,x\n3,4,y\n5,6,x\n"
+
+
+# --------------------------------------------------------------------------- io: good input
+
+def test_reads_csv_and_reports_delimiter():
+    got = aio.read_table_bytes(CSV, "t.csv")
+    assert got.df.shape == (3, 3) and list(got.df.columns) == ["a", "b", "c"]
+    assert got.delimiter == "," and got.encoding == "utf-8"
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_detects_delimiter(sep):
+    data = CSV.replace(b",", sep.encode())
+    got = aio.read_table_bytes(data, "t.csv")
+    assert got.delimiter == sep and got.df.shape == (3, 3)
+
+
+def test_tsv_extension():
+    got = aio.read_table_bytes(CSV.replace(b",", b"\t"), "t.tsv")
+    assert got.fmt == "tsv" and got.df.shape == (3, 3)
+
+
+def test_detects_cp1252_and_utf16_and_bom():
+    text = "name,value\ncafé,1\nnaïve,2\n"
+    cp = aio.read_table_bytes(text.encode("cp1252"), "t.csv")
+    assert cp.encoding == "cp1252" and cp.df["name"].tolist() == ["café", "naïve"]
+    assert any("cp1252" in n for n in cp.notes)
+    u16 = aio.read_table_bytes(text.encode("utf-16"), "t.csv")
+    assert u16.encoding == "utf-16" and u16.df["name"].tolist() == ["café", "naïve"]
+    bom = aio.read_table_bytes(b"\xef\xbb\xbf" + text.encode(), "t.csv")
+    assert list(bom.df.columns) == ["name", "value"]
+
+
+def test_parquet_and_excel_round_trip():
+    df = pd.DataFrame({"x": [1.5, 2.5, np.nan], "y": ["a", "b", "c"]})
+    pq = aio.read_table_bytes(downloads.parquet_bytes(df), "t.parquet")
+    pd.testing.assert_frame_equal(pq.df, df)
+    buf = io.BytesIO()
+    df.to_excel(buf, index=False)
+    xl = aio.read_table_bytes(buf.getvalue(), "t.xlsx")
+    assert xl.df.shape == (3, 2) and xl.df["y"].tolist() == ["a", "b", "c"]
+
+
+# --------------------------------------------------------------------------- io: bad input
+
+def _err(data: bytes, name: str, **kw) -> aio.TableError:
+    with pytest.raises(aio.TableError) as ei:
+        aio.read_table_bytes(data, name, **kw)
+    e = ei.value
+    assert e.problem and e.fix, "every error names the problem and suggests a fix"
+    return e
+
+
+def test_empty_file():
+    assert "empty" in _err(b"", "e.csv").problem
+    assert "whitespace" in _err(b"  \n\n ", "e.csv").problem
+
+
+def test_undecodable_bytes():
+    e = _err(b"a,b\n\x00\x01\x02,\xff\xfe\x00\n", "bin.csv")
+    assert "bin.csv" in e.problem and "not text" in e.problem
+
+
+def test_wrong_delimiter_is_named():
+    data = b"a;b;c\n1;2;3\n4;5;6\n"
+    e = _err(data, "semi.csv", delimiter=",")
+    assert "semicolon" in e.problem and "semicolon" in e.fix
+
+
+def test_ragged_rows():
+    e = _err(b"a,b\n1,2\n3,4,5,6\n", "rag.csv", delimiter=",")
+    assert "different numbers of fields" in e.problem
+
+
+def test_duplicate_columns_named():
+    e = _err(b"a,b,a\n1,2,3\n", "dup.csv")
+    assert "'a'" in e.problem and "duplicate" in e.problem
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["x", "x"]), buf)
+    assert "duplicate" in _err(buf.getvalue(), "dup.parquet").problem
+
+
+def test_single_column():
+    e = _err(b"only\n1\n2\n", "one.csv")
+    assert "single column" in e.problem and "'only'" in e.problem
+
+
+@pytest.mark.parametrize("name,needle", [("t.json", "'.json'"), ("t", "no extension"), ("t.xls", ".xls")])
+def test_file_types_not_taken(name, needle):
+    assert needle in _err(CSV, name).problem
+
+
+def test_content_contradicts_extension():
+    assert "Parquet" in _err(downloads.parquet_bytes(pd.DataFrame({"a": [1], "b": [2]})), "x.csv").problem
+    assert "not a readable Parquet" in _err(CSV, "x.parquet").problem
+
+
+def test_upload_limit_and_too_large_for_machine():
+    assert "upload limit" in _err(CSV, "t.csv", max_mb=1e-6).problem
+    with pytest.raises(aio.TableError) as ei:
+        aio.check_fits_machine(10_000_000, 50, "big.csv", available=4 << 30)
+    assert "big.csv" in ei.value.problem and "GiB" in ei.value.problem and "sample" in ei.value.fix
+    aio.check_fits_machine(1000, 10, "small.csv", available=4 << 30)  # no error
+
+
+def test_target_checks():
+    with pytest.raises(aio.TableError, match="one class only"):
+        aio.check_target(pd.Series(["a"] * 10 + [None], name="y"), "classification")
+    with pytest.raises(aio.TableError, match="every value is missing"):
+        aio.check_target(pd.Series([np.nan] * 5, name="y"), "regression")
+    with pytest.raises(aio.TableError, match="regression needs numbers"):
+        aio.check_target(pd.Series(["a", "b", "c"], name="y"), "regression")
+    aio.check_target(pd.Series([0, 1, 0, 1], name="y"), "classification")
+    with pytest.raises(aio.TableError, match="no feature columns"):
+        aio.check_features(pd.DataFrame(index=range(3)), "y")
+
+
+def test_detect_task_and_types():
+    assert aio.detect_task(pd.Series(["a", "b"] * 10)) == "classification"
+    assert aio.detect_task(pd.Series([0, 1, 2] * 10)) == "classification"
+    assert aio.detect_task(pd.Series(np.linspace(0, 1, 30))) == "regression"
+    assert aio.detect_task(pd.Series(np.linspace(0, 1, 30)), "categorical") == "classification"
+    df = pd.DataFrame({"id": range(1, 101), "num": np.random.default_rng(0).normal(size=100),
+                       "cat": ["a", "b"] * 50, "const": 1, "text": [f"row {i}" for i in range(100)],
+                       "flag": [True, False] * 50})
+    t = {c: v[0] for c, v in aio.detect_types(df).items()}
+    assert t == {"id": "ignore", "num": "numeric", "cat": "categorical", "const": "ignore", "text": "ignore",
+                 "flag": "categorical"}
+    schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
+    assert schema.shape[0] == 6 and schema.set_index("column").loc["num", "use as"] == "ignore"
+
+
+def test_apply_schema_reports_and_never_changes_input():
+    df = pd.DataFrame({"a": ["1", "2", "x", None], "b": [1, 2, 1, 2], "c": [0.1, 0.2, 0.3, 0.4]})
+    before = df.copy()
+    out, notes = aio.apply_schema(df, {"a": "numeric", "b": "categorical", "c": "ignore"})
+    pd.testing.assert_frame_equal(df, before)
+    assert list(out.columns) == ["a", "b"]
+    assert out["a"].tolist()[:2] == [1.0, 2.0] and np.isnan(out["a"].iloc[2])
+    assert len(notes) == 1 and "'a'" in notes[0] and "'x'" in notes[0] and "1 values" in notes[0]
+    assert isinstance(out["b"].dtype, pd.CategoricalDtype) and out["b"].tolist() == [1, 2, 1, 2]
+
+
+def test_samples_ship_with_sklearn():
+    for key in aio.SAMPLES:
+        df, target = aio.load_sample(key)
+        assert target in df.columns and df.shape[0] > 100 and df.shape[1] > 5
+    bc, t = aio.load_sample(next(k for k in aio.SAMPLES if k.startswith("breast")))
+    assert set(bc[t]) == {"malignant", "benign"}
+
+
+# --------------------------------------------------------------------------- metrics
+
+def test_classification_metrics():
+    y = np.array(["a", "a", "b", "b"])
+    m = metrics.classification_metrics(y, np.array(["a", "b", "b", "b"]),
+                                       np.array([[0.9, 0.1], [0.4, 0.6], [0.3, 0.7], [0.2, 0.8]]), ["a", "b"])
+    assert m["accuracy"] == pytest.approx(0.75)
+    assert m["ROC-AUC"] == pytest.approx(1.0)
+    assert m["F1 (macro)"] == pytest.approx((2 / 3 + 0.8) / 2)
+    single = metrics.classification_metrics(["a", "a"], ["a", "b"], np.array([[0.6, 0.4], [0.4, 0.6]]), ["a", "b"])
+    assert np.isnan(single["ROC-AUC"]) and single["accuracy"] == 0.5
+    p3 = np.eye(3)[[0, 1, 2, 0]] * 0.8 + 0.2 / 3
+    m3 = metrics.classification_metrics([0, 1, 2, 0], [0, 1, 2, 0], p3, [0, 1, 2])
+    assert m3["ROC-AUC"] == pytest.approx(1.0)
+
+
+def test_regression_metrics_and_confusion():
+    m = metrics.regression_metrics([1, 2, 3, 4], [1, 2, 3, 6])
+    assert m["RMSE"] == pytest.approx(1.0) and m["MAE"] == pytest.approx(0.5)
+    assert m["R²"] == pytest.approx(1 - 4 / 5)
+    cm = metrics.confusion(["a", "a", "b"], ["a", "b", "b"], ["a", "b"])
+    assert cm.to_numpy().tolist() == [[1, 1], [0, 1]]
+    t = metrics.compare_table({"FEAT": m, "GBDT": m}, {"FEAT": 1.0, "GBDT": 2.0})
+    assert list(t.index) == ["FEAT", "GBDT"] and t.loc["GBDT", "seconds"] == 2.0
+
+
+def test_imputation_scores():
+    truth = pd.DataFrame({"x": [0.0, 2.0, 4.0, 6.0], "c": ["a", "b", "a", "b"]})
+    filled = pd.DataFrame({"x": [0.0, 3.0, 4.0, 6.0], "c": ["a", "a", "a", "b"]})
+    mask = np.array([[False, False], [True, True], [False, True], [False, False]])
+    s = metrics.imputation_scores(truth, filled, mask, {"x": "numeric", "c": "categorical"}).set_index("column")
+    assert s.loc["x", "value"] == pytest.approx(1.0 / np.std([0, 2, 4, 6]))
+    assert s.loc["c", "value"] == pytest.approx(0.5) and s.loc["c", "hidden"] == 2
+    o = metrics.overall_scores(s.reset_index())
+    assert o["accuracy"] == pytest.approx(0.5) and o["NRMSE"] == pytest.approx(s.loc["x", "value"])
+
+
+# --------------------------------------------------------------------------- figures
+
+def _block_matrix() -> pd.DataFrame:
+    lab = ["a1", "b1", "a2", "b2", "a3"]
+    grp = [0, 1, 0, 1, 0]
+    m = np.array([[1.0 if i == j else (0.9 if grp[i] == grp[j] else 0.05) for j in range(5)] for i in range(5)])
+    m[0, 2] = 0.8  # asymmetric
+    return pd.DataFrame(m, index=lab, columns=lab)
+
+
+def test_cluster_order_groups_blocks():
+    order = figures.cluster_order(_block_matrix())
+    assert sorted(order) == sorted(_block_matrix().index)
+    pos = [order.index(x) for x in ("a1", "a2", "a3")]
+    assert max(pos) - min(pos) == 2, order  # the 'a' block is contiguous
+
+
+def test_heatmap_spec_and_parts():
+    a = _block_matrix()
+    order = figures.cluster_order(a)
+    fig = figures.heatmap(a, order, "A")
+    hm = fig.data[0]
+    assert hm.type == "heatmap" and np.asarray(hm.z).shape == (5, 5) and list(hm.x) == order
+    diff = figures.asymmetric_part(a, "A-AT")
+    assert np.allclose(diff.to_numpy(), -diff.to_numpy().T) and diff.loc["a1", "a2"] == pytest.approx(-0.1)
+    assert figures.asymmetric_part(a, "AT").loc["a1", "a2"] == a.loc["a2", "a1"]
+    dfig = figures.heatmap(diff, order, diverging=True)
+    assert dfig.data[0].zmid == 0
+    with pytest.raises(ValueError):
+        figures.asymmetric_part(a, "B")
+
+
+def test_graph_edges_and_graph_figure():
+    a = _block_matrix()
+    top = figures.graph_edges(a, top_k=4)
+    assert len(top) == 4 and [w for *_, w in top] == sorted([w for *_, w in top], reverse=True)
+    assert all(s != t for s, t, _ in top)
+    thr = figures.graph_edges(a, threshold=0.95)
+    assert len(thr) == 7 and all(w >= 0.9 * 0.95 for *_, w in thr)  # a1 -> a2 (0.8) is below
+    assert ("a1", "a2", 0.8) not in thr
+    fig, g = figures.dependency_graph(a, top, target="a1")
+    assert g.number_of_nodes() == 5 and g.number_of_edges() == 4
+    assert len(fig.layout.annotations) == 4  # one arrow per edge
+    nodes = [t for t in fig.data if t.name == "columns"][0]
+    star = [t for t in fig.data if t.name == "target"][0]
+    assert len(nodes.x) == 4 and len(star.x) == 1 and star.marker.symbol == "star"
+    assert np.all(np.isfinite(np.asarray(nodes.marker.color, dtype=float)))
+
+
+def test_target_bars_and_relation():
+    a = _block_matrix()
+    rel = figures.target_relation(a, "a1")
+    assert "a1" not in rel.index and rel["a2"] == pytest.approx((0.8 + 0.9) / 2)
+    frame = pd.DataFrame({"FEAT": rel, "Pearson": rel * -2, "Spearman": rel})
+    fig = figures.target_bars(frame, "a1")
+    assert len(fig.data) == 3 and all(len(t.x) == 4 for t in fig.data)
+    assert max(fig.data[1].y) == pytest.approx(1.0)  # scaled by the method's max |value|
+
+
+def test_missingness_figures():
+    df = pd.DataFrame({"a": [1, None, 3, None], "b": [1, 2, 3, 4]})
+    bars = figures.missingness_bars(df)
+    assert list(bars.data[0].y) == [0.5, 0.0]
+    big = pd.DataFrame(np.where(np.random.default_rng(0).random((1000, 3)) < 0.1, np.nan, 1.0), columns=list("xyz"))
+    mat = figures.missingness_matrix(big, n_rows=100)
+    assert np.asarray(mat.data[0].z).shape == (100, 3)
+
+
+def test_prediction_figures():
+    cm = metrics.confusion(["a", "b", "b"], ["a", "a", "b"], ["a", "b"])
+    f = figures.confusion_figure(cm)
+    assert np.asarray(f.data[0].z).tolist() == [[1, 0], [1, 1]]
+    s = figures.pred_vs_actual([1, 2, 3], {"FEAT": [1.1, 2.0, 2.9], "LightGBM": [1, 2, 3]})
+    assert [t.name for t in s.data] == ["FEAT", "LightGBM", "y = x"] and len(s.data[0].x) == 3
+    scores = pd.DataFrame({"column": ["x", "x"], "method": ["FEAT", "KNN"], "metric": "NRMSE", "value": [0.5, 0.7]})
+    b = figures.imputation_bars(scores, "NRMSE")
+    assert [t.name for t in b.data] == ["FEAT", "KNN"]
+
+
+# --------------------------------------------------------------------------- downloads
+
+def test_download_bytes_parse_back():
+    df = pd.DataFrame({"row": [3, 7], "y": ["a", "b"], "p(a)": [0.25, 0.5]})
+    back = pd.read_csv(io.BytesIO(downloads.csv_bytes(df)))
+    pd.testing.assert_frame_equal(back, df)
+    back_pq = pd.read_parquet(io.BytesIO(downloads.parquet_bytes(df)))
+    pd.testing.assert_frame_equal(back_pq, df)
+    with pytest.raises(aio.TableError, match="'m' mixes types"):
+        downloads.parquet_bytes(pd.DataFrame({"m": [1, "a"]}, dtype=object))
+
+
+def test_predictions_frame_and_merge_and_highlight():
+    p = downloads.predictions_frame([10, 11], np.array(["a", "b"]), np.array([[0.7, 0.3], [0.2, 0.8]]), ["a", "b"],
+                                    y_true=["a", "a"], target="y")
+    assert list(p.columns) == ["row", "y", "predicted_y", "p(a)", "p(b)"] and p["p(b)"].tolist() == [0.3, 0.8]
+    orig = pd.DataFrame({"a": [1.0, np.nan], "id": ["u", None], "b": [np.nan, 2.0]})
+    filled = pd.DataFrame({"a": [1.0, 5.0], "b": [3.0, 2.0]})
+    m = downloads.merge_columns(orig, filled)
+    assert list(m.columns) == ["a", "id", "b"] and m["a"].tolist() == [1.0, 5.0] and m["id"].isna().iloc[1]
+    sty = downloads.highlight(filled, orig[["a", "b"]].isna())
+    html = sty.to_html()
+    css = html.split("</style>")[0]
+    styled = css.split("{")[0]
+    assert "row0_col1" in styled and "row1_col0" in styled and "row0_col0" not in styled  # the NaN cells only
+
+
+# --------------------------------------------------------------------------- baselines
+
+def test_gbdt_baseline_shapes():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=120), "c": rng.choice(["u", "v"], 120)})
+    y = np.where(X["x"] > 0, "pos", "neg")
+    out = baselines.fit_predict_gbdt(X[:90], pd.Series(y[:90]), X[90:], "classification")
+    assert out["proba"].shape == (30, 2) and set(out["classes"]) == {"pos", "neg"} and out["seconds"] > 0
+    assert (out["pred"] == y[90:]).mean() > 0.8
+    r = baselines.fit_predict_gbdt(X[:90], pd.Series(X["x"][:90] * 2), X[90:], "regression")
+    assert r["pred"].shape == (30,) and r["proba"] is None
+
+
+@pytest.mark.parametrize("name", list(baselines.BASELINE_IMPUTERS))
+def test_baseline_imputers_fill_only_nan(name):
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"x": rng.normal(size=60), "y": rng.normal(size=60), "c": rng.choice(["a", "b", "c"], 60)})
+    masked = df.mask(rng.random(df.shape) < 0.2)
+    out = baselines.BASELINE_IMPUTERS[name](masked, {"x": "numeric", "y": "numeric", "c": "categorical"})
+    assert out.shape == df.shape and not out.isna().any(axis=None)
+    obs = masked.notna()
+    for c in df.columns:
+        assert (out[c][obs[c]].astype(str) == masked[c][obs[c]].astype(str)).all()
+    assert set(out["c"]) <= {"a", "b", "c"}
+
+
+# --------------------------------------------------------------------------- engine door
+
+def test_model_info_and_card_title():
+    from app import engine
+    assert engine._card_title("intro\n# Model card: feat-small v1\ntext") == "feat-small v1"
+    assert engine._card_title("## FEAT small\n") == "FEAT small"
+    assert engine._card_title(None) is None
+    info = engine.model_info()
+    assert info["params"] > 10_000 and info["file_mb"] > 0 and info["device"] in ("cpu", "cuda")
+    assert info["estimator_args"]["checkpoint"] is info["model"]
+    assert engine.available() == (True, "")
+
+
+def test_engine_input_errors_become_engine_errors():
+    from app import engine
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(engine.EngineError, match="FEAT could not use this input"):
+        engine.relations(X, "missing_column", {"n_estimators": 1})

@@ -1,0 +1,72 @@
+"""The CUDA scan path (mamba-ssm's mamba_chunk_scan_combined) against the CPU scan
+(issue 2, tests bullet 7). Skipped, with the reason, when CUDA or mamba_ssm is absent."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from feat_engine.config import ModelConfig
+from feat_engine.model.kernels import cuda_kernel_available, selective_scan
+
+try:
+    from .oracles import rel_err
+except ImportError:
+    from oracles import rel_err
+
+
+def _why_not() -> str | None:
+    if not torch.cuda.is_available():
+        return "CUDA is not available (torch.cuda.is_available() is False)"
+    if not cuda_kernel_available():
+        return "mamba_ssm is not importable (pip install '.[gpu]')"
+    return None
+
+
+@pytest.fixture()
+def need_cuda():
+    reason = _why_not()
+    if reason:
+        print(f"SKIP test_cuda: {reason}")
+        pytest.skip(reason)
+
+
+def test_cpu_path_never_imports_triton():
+    """Runs everywhere: the CPU scan must not import mamba_ssm/triton as a side effect."""
+    import sys
+    before = {m for m in sys.modules if m.split(".")[0] in ("triton", "mamba_ssm")}
+    x = torch.randn(1, 8, 2, 3)
+    y, _ = selective_scan(x, torch.ones(1, 8, 2) * 0.1, -torch.ones(2), torch.randn(1, 8, 4), torch.randn(1, 8, 4), 4)
+    after = {m for m in sys.modules if m.split(".")[0] in ("triton", "mamba_ssm")}
+    assert after == before, f"CPU scan imported {sorted(after - before)}"
+    assert y.shape == x.shape
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("L", [1, 37, 256, 1000])
+def test_cuda_scan_matches_cpu(need_cuda, L):
+    g = torch.Generator().manual_seed(L)
+    b, h, p, n = 2, 4, 16, 16
+    x = torch.randn(b, L, h, p, generator=g)
+    dt = torch.nn.functional.softplus(torch.randn(b, L, h, generator=g) - 2)
+    A = -torch.rand(h, generator=g) * 8 - 0.5
+    B, C = torch.randn(b, L, n, generator=g), torch.randn(b, L, n, generator=g)
+    s0 = torch.randn(b, h, p, n, generator=g)
+    y_cpu, st_cpu = selective_scan(x, dt, A, B, C, 64, initial_state=s0, backend="torch")
+    dev = torch.device("cuda")
+    y_gpu, st_gpu = selective_scan(*(t.to(dev) for t in (x, dt, A, B, C)), 64, initial_state=s0.to(dev), backend="mamba")
+    assert y_gpu.dtype == torch.float32 and st_gpu.dtype == torch.float32
+    assert rel_err(y_gpu.cpu(), y_cpu) < 1e-3
+    assert rel_err(st_gpu.cpu(), st_cpu) < 1e-3
+
+
+@pytest.mark.cuda
+def test_afbm_auto_backend_matches_cpu(need_cuda):
+    from feat_engine.model.afbm import AFBM
+    torch.manual_seed(0)
+    m = AFBM(ModelConfig(d_model=64, ssm_heads=4, d_state=16)).eval()
+    u = torch.randn(3, 200, 64)
+    with torch.no_grad():
+        ref, (sf, sb) = m.context(u, backend="torch")
+        out, (sf_g, sb_g) = m.cuda().context(u.cuda(), backend="auto")
+    assert rel_err(out.cpu(), ref) < 1e-3
+    assert rel_err(sf_g.cpu(), sf) < 1e-3 and rel_err(sb_g.cpu(), sb) < 1e-3

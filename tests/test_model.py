@@ -1,0 +1,314 @@
+"""The whole FEAT model and the streamed runner: query independence, chunking invariance,
+the attention path, shapes and dtypes, class masking (issue 2, tests bullets 4 and 5)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from feat_engine import FEAT, InferenceConfig, ModelConfig
+from feat_engine.inference import run
+from feat_engine.model.feature_attn import FeatureAttention
+
+SMALL = ModelConfig(d_model=32, n_blocks=4, attn_heads=4, d_state=8, ssm_heads=4, chunk_size=8,
+                    gla_heads=4, d_hidden=32, dfe_rank=8)
+TINY = ModelConfig(d_model=16, n_blocks=4, attn_heads=2, d_state=4, ssm_heads=2, chunk_size=16,
+                   gla_heads=2, d_hidden=16, dfe_rank=4)   # shapes only: the size does not matter there
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    m = FEAT(SMALL).eval()
+    with torch.no_grad():   # larger SSM steps than the init, so the scans carry real signal
+        for blk in m.blocks:
+            if hasattr(blk.mixer, "dt_bias"):
+                blk.mixer.dt_bias.add_(2.0)
+    return m
+
+
+def table(B, N, D, seed=0, p_nan=0.1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, N, D, generator=g)
+    x[torch.rand(B, N, D, generator=g) < p_nan] = float("nan")
+    return x
+
+
+def labels(B, n, task, k=3, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, k, (B, n), generator=g).float() if task == "classification" else torch.randn(B, n, generator=g)
+
+
+def maxdiff(a, b):
+    """Largest |a - b| over finite entries; -inf (masked classes) must sit in the same places."""
+    a, b = torch.as_tensor(a), torch.as_tensor(b)
+    assert torch.equal(torch.isinf(a), torch.isinf(b)), "masked entries differ"
+    fin = torch.isfinite(a)
+    return float((a[fin] - b[fin]).abs().max()) if fin.any() else 0.0
+
+
+# -- query independence ------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_queries_together_equal_one_at_a_time(model, task):
+    B, n_ctx, M, D = 2, 30, 5, 5
+    x = table(B, n_ctx + M, D, seed=2)
+    y = labels(B, n_ctx, task)
+    with torch.no_grad():
+        together = model(x, y, task, 3)
+        singles = [model(torch.cat([x[:, :n_ctx], x[:, n_ctx + j:n_ctx + j + 1]], 1), y, task, 3) for j in range(M)]
+    key = "logits" if task == "classification" else "pred"
+    out = getattr(together, key)
+    alone = torch.cat([getattr(s, key) for s in singles], 1)
+    assert out.shape[:2] == (B, M)
+    assert maxdiff(out, alone) < TOL
+    # reconstructions of the query rows too
+    rec_alone = torch.cat([s.recon[:, n_ctx:] for s in singles], 1)
+    assert maxdiff(together.recon[:, n_ctx:], rec_alone) < TOL
+    # and the predictions are not all the same (the test would be vacuous otherwise)
+    assert out[..., :3].std(1).mean() > 1e-3
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_permuting_queries_permutes_outputs(model, task):
+    B, n_ctx, M, D = 2, 30, 12, 4
+    x = table(B, n_ctx + M, D, seed=3)
+    y = labels(B, n_ctx, task)
+    perm = torch.randperm(M, generator=torch.Generator().manual_seed(0))
+    xp = torch.cat([x[:, :n_ctx], x[:, n_ctx:][:, perm]], 1)
+    with torch.no_grad():
+        a, b = model(x, y, task, 3), model(xp, y, task, 3)
+    key = "logits" if task == "classification" else "pred"
+    assert maxdiff(getattr(a, key)[:, perm], getattr(b, key)) < TOL
+    assert maxdiff(a.recon[:, n_ctx:][:, perm], b.recon[:, n_ctx:]) < TOL
+    assert maxdiff(a.recon[:, :n_ctx], b.recon[:, :n_ctx]) < TOL     # context untouched by queries
+
+
+def test_context_rows_do_matter(model):
+    """Guard: the predictions depend on the context (labels and rows), so the independence
+    tests above are not passing because queries ignore everything."""
+    x = table(1, 50, 4, seed=4)
+    y = labels(1, 40, "classification")
+    with torch.no_grad():
+        base = model(x, y, "classification", 3).logits
+        other_labels = model(x, (y + 1) % 3, "classification", 3).logits
+        x2 = x.clone()
+        x2[:, 0] = torch.randn(4)        # change the first context row only
+        other_row = model(x2, y, "classification", 3).logits
+    assert maxdiff(base[..., :3], other_labels[..., :3]) > 1e-4
+    assert maxdiff(base[..., :3], other_row[..., :3]) > 1e-6
+
+
+# -- the streamed runner -----------------------------------------------------------------
+
+CHUNKED = [
+    InferenceConfig(row_chunk=7, col_chunk=2, query_chunk=5),
+    InferenceConfig(row_chunk=1, col_chunk=1, query_chunk=1),
+    InferenceConfig(row_chunk=64, col_chunk=3, query_chunk=4096),
+]
+
+
+@pytest.mark.parametrize("icfg", CHUNKED, ids=["7-2-5", "1-1-1", "64-3-big"])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_run_chunked_equals_forward(model, task, icfg):
+    n_ctx, M, D = 21, 7, 5
+    x = table(1, n_ctx + M, D, seed=5)
+    y = labels(1, n_ctx, task)
+    with torch.no_grad():
+        ref = model(x, y, task, 3)
+    res = run(model, x[0, :n_ctx].numpy(), y[0].numpy(), x[0, n_ctx:].numpy(), task, n_classes=3,
+              cfg=icfg, device="cpu")
+    if task == "classification":
+        assert res.logits.shape == (M, 10) and res.pred is None
+        assert np.isneginf(res.logits[:, 3:]).all()
+        assert np.abs(res.logits[:, :3] - ref.logits[0, :, :3].numpy()).max() < TOL
+    else:
+        assert res.pred.shape == (M,) and res.logits is None
+        assert np.abs(res.pred - ref.pred[0].numpy()).max() < TOL
+
+
+def test_run_imputation_recon_and_attention(model):
+    """Imputation (y None): every row is context; recon and the row-averaged attention of the
+    chunked runner equal FEAT.forward's."""
+    N, D = 45, 5
+    x = table(1, N, D, seed=6)
+    with torch.no_grad():
+        ref = model(x, None, None, return_attention=True)
+    res = run(model, x[0].numpy(), None, None, None, cfg=InferenceConfig(row_chunk=8, col_chunk=2, query_chunk=4),
+              device="cpu", want_recon=True, want_attention=True)
+    assert res.logits is None and res.pred is None
+    assert res.recon.shape == (N, D)
+    assert np.abs(res.recon - ref.recon[0].numpy()).max() < TOL
+    assert len(res.attention) == SMALL.n_blocks
+    for a, r in zip(res.attention, ref.attention):
+        assert a.shape == (SMALL.attn_heads, D + 1, D + 1)
+        assert np.abs(a - r[0].numpy()).max() < TOL
+
+
+def test_run_attention_with_queries(model):
+    n_ctx, M, D = 20, 6, 3
+    x = table(1, n_ctx + M, D, seed=7)
+    y = labels(1, n_ctx, "classification")
+    with torch.no_grad():
+        ref = model(x, y, "classification", 3, return_attention=True)
+    res = run(model, x[0, :n_ctx], y[0], x[0, n_ctx:], "classification", 3,
+              cfg=InferenceConfig(row_chunk=6, col_chunk=1, query_chunk=4), device="cpu", want_attention=True)
+    for a, r in zip(res.attention, ref.attention):
+        assert np.abs(a - r[0].numpy()).max() < TOL
+        assert np.allclose(a.sum(-1), 1.0, atol=1e-5)      # rows of softmax weights, averaged
+
+
+@pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+def test_run_bf16_close_to_fp32(model):
+    n_ctx, M, D = 30, 10, 4
+    x = table(1, n_ctx + M, D, seed=8, p_nan=0.0)
+    y = labels(1, n_ctx, "regression")
+    args = (model, x[0, :n_ctx].numpy(), y[0].numpy(), x[0, n_ctx:].numpy(), "regression")
+    ref = run(*args, cfg=InferenceConfig(row_chunk=16, col_chunk=2), device="cpu")
+    half = run(*args, cfg=InferenceConfig(row_chunk=16, col_chunk=2, autocast_bf16=True), device="cpu")
+    assert half.pred.dtype == np.float32 and np.isfinite(half.pred).all()
+    err = np.linalg.norm(half.pred - ref.pred) / np.linalg.norm(ref.pred)
+    assert 0 < err < 0.1
+
+
+# -- attention path ----------------------------------------------------------------------
+
+def test_attention_path_equals_sdpa_path(model):
+    x = table(2, 30, 7, seed=9)
+    y = labels(2, 22, "classification")
+    with torch.no_grad():
+        a = model(x, y, "classification", 3)
+        b = model(x, y, "classification", 3, return_attention=True)
+    assert a.attention is None
+    assert maxdiff(a.logits[..., :3], b.logits[..., :3]) < TOL
+    assert maxdiff(a.recon, b.recon) < TOL
+    assert len(b.attention) == SMALL.n_blocks
+    for w in b.attention:
+        assert w.shape == (2, SMALL.attn_heads, 8, 8)
+        assert torch.allclose(w.sum(-1), torch.ones(()), atol=1e-5)
+        assert (w >= 0).all()
+
+
+def test_feature_attention_weights_are_the_softmax():
+    torch.manual_seed(1)
+    fa = FeatureAttention(SMALL).eval()
+    x = torch.randn(3, 5, 6, 32)
+    with torch.no_grad():
+        y0, w0 = fa(x)
+        y1, w1 = fa(x, return_attention=True)
+        q, k, _ = fa.qkv(fa.norm1(x)).view(3, 5, 6, 3, 4, 8).unbind(3)
+        ref = torch.softmax(torch.einsum("bnihe,bnjhe->bnhij", q, k) / 8 ** 0.5, -1)
+    assert w0 is None and w1.shape == (3, 5, 4, 6, 6)
+    assert maxdiff(y0, y1) < TOL
+    assert maxdiff(w1, ref) < 1e-6
+
+
+# -- shapes and dtypes -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(5)
+    return FEAT(TINY).eval()
+
+
+@pytest.mark.parametrize("N", [1, 7, 1000])
+@pytest.mark.parametrize("D", [1, 3, 50])
+def test_shapes_and_dtypes(tiny, N, D):
+    model = tiny
+    B = 2 if N < 1000 else 1
+    x = table(B, N, D, seed=N + D)
+    n_ctx = (N + 1) // 2
+    M = N - n_ctx
+    with torch.no_grad():
+        cls = model(x, labels(B, n_ctx, "classification"), "classification", 3)
+        reg = model(x, labels(B, n_ctx, "regression"), "regression")
+        imp = model(x, None, None)
+    for out in (cls, reg, imp):
+        assert out.recon.shape == (B, N, D) and out.recon.dtype == torch.float32
+        assert torch.isfinite(out.recon).all()
+        assert out.attention is None
+    if M:
+        assert cls.logits.shape == (B, M, TINY.max_classes) and cls.logits.dtype == torch.float32
+        assert torch.isfinite(cls.logits[..., :3]).all()
+        assert reg.pred.shape == (B, M) and reg.pred.dtype == torch.float32 and torch.isfinite(reg.pred).all()
+    else:   # N = 1: the single row is context, nothing to predict
+        assert cls.logits is None and reg.pred is None
+    assert cls.pred is None and reg.logits is None
+    assert imp.logits is None and imp.pred is None
+
+
+@pytest.mark.parametrize("N,D", [(1, 1), (7, 3), (1000, 10)])
+def test_run_shapes(tiny, N, D):
+    model = tiny
+    x = table(1, N + 3, D, seed=N)[0]
+    res = run(model, x[:N], labels(1, N, "classification")[0], x[N:], "classification", 3,
+              cfg=InferenceConfig(row_chunk=256, col_chunk=8, query_chunk=2), device="cpu", want_recon=True)
+    assert res.logits.shape == (3, 10) and res.logits.dtype == np.float32
+    assert res.recon.shape == (N, D) and res.recon.dtype == np.float32
+    reg = run(model, x[:N], labels(1, N, "regression")[0], x[N:], "regression", device="cpu")
+    assert reg.pred.shape == (3,) and reg.pred.dtype == np.float32
+
+
+# -- class masking -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("K", [1, 2, 5, 10])
+def test_n_classes_masks_beyond_k(model, K):
+    x = table(1, 20, 3, seed=K)
+    y = labels(1, 15, "classification", k=K)
+    with torch.no_grad():
+        lg = model(x, y, "classification", K).logits
+    assert torch.isneginf(lg[..., K:]).all()
+    assert torch.isfinite(lg[..., :K]).all()
+
+
+def test_n_classes_per_table(model):
+    x = table(3, 20, 3, seed=11)
+    y = labels(3, 15, "classification", k=2)
+    K = torch.tensor([2, 4, 10])
+    with torch.no_grad():
+        lg = model(x, y, "classification", K).logits
+        free = model(x, y, "classification", None).logits
+    for t, k in enumerate(K.tolist()):
+        assert torch.isneginf(lg[t, :, k:]).all() and torch.isfinite(lg[t, :, :k]).all()
+        assert maxdiff(lg[t, :, :k], free[t, :, :k]) == 0    # masking changes nothing else
+    assert torch.isfinite(free).all()
+
+
+# -- S-DFE and training mode ------------------------------------------------------------
+
+def test_column_ids_reproducible_at_inference_resampled_in_training():
+    torch.manual_seed(2)
+    m = FEAT(SMALL)
+    x, y = table(1, 12, 4, seed=12), labels(1, 8, "regression")
+    m.eval()
+    with torch.no_grad():
+        a, b = m(x, y, "regression").pred, m(x, y, "regression").pred
+    assert torch.equal(a, b)
+    m.train()
+    ids1, ids2 = m.column_ids(1, 4), m.column_ids(1, 4)
+    assert not torch.allclose(ids1, ids2)
+    # D <= rank: orthonormal rows
+    assert torch.allclose(ids1[0] @ ids1[0].T, torch.eye(4), atol=1e-5)
+
+
+def test_training_forward_backward():
+    torch.manual_seed(3)
+    m = FEAT(SMALL).train()
+    x, y = table(2, 24, 3, seed=13), labels(2, 16, "classification")
+    out = m(x, y, "classification", 3)
+    loss = torch.nn.functional.cross_entropy(out.logits[..., :3].reshape(-1, 3), torch.zeros(16, dtype=torch.long)) + out.recon.pow(2).mean()
+    loss.backward()
+    grads = [p.grad for p in m.parameters() if p.requires_grad]
+    assert all(g is None or torch.isfinite(g).all() for g in grads)
+    # every mixer gets a gradient
+    for blk in m.blocks:
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in blk.mixer.parameters())
+
+
+def test_chunked_paths_refuse_grad():
+    torch.manual_seed(4)
+    m = FEAT(SMALL)
+    x, y = table(1, 20, 3, seed=14), labels(1, 20, "regression")
+    with pytest.raises(RuntimeError, match="inference"):
+        m.encode_context(x, y, "regression", m.column_ids(1, 3, seed=0), row_chunk=4)

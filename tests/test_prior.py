@@ -1,0 +1,101 @@
+"""The hybrid SCM prior, real-table tasks and training batches."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from feat_engine.config import PriorConfig
+from feat_engine.prior import real
+from feat_engine.prior.batches import make_batch, standardise
+from feat_engine.prior.scm import kumaraswamy_warp, prototype_roots, sample_scm, scale_free_dag
+
+
+def test_dag_is_acyclic_and_has_hubs():
+    rng = np.random.default_rng(0)
+    parents = scale_free_dag(300, rng, n_roots=3)
+    out_deg = np.zeros(300)
+    for j, pa in enumerate(parents):
+        assert all(p < j for p in pa)            # topological order => acyclic
+        out_deg[pa] += 1
+    assert parents[0] == [] and len(parents[10]) >= 1
+    # preferential attachment: the biggest hub has far more children than the typical node
+    assert out_deg.max() > 8 * np.median(out_deg[out_deg > 0])
+
+
+def test_prototype_roots_are_clustered_mixtures():
+    x = prototype_roots(500, 4, np.random.default_rng(1))
+    assert x.shape == (500, 4) and np.isfinite(x).all()
+
+
+def test_kumaraswamy_warp_is_monotone():
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=200)
+    w = kumaraswamy_warp(v, rng)
+    order = np.argsort(v)
+    assert np.all(np.diff(w[order]) >= -1e-12)
+    assert w.min() > 0 and w.max() < 1
+
+
+@pytest.mark.parametrize("task,k", [("classification", 2), ("classification", 7), ("regression", 0)])
+def test_scm_table(task, k):
+    t = sample_scm(np.random.default_rng(3), 300, 8, task, max(k, 2), p_categorical=1.0, p_missing=1.0)
+    assert t.X.shape == (300, 8) and t.y.shape == (300,)
+    assert np.isnan(t.X).any()                   # p_missing=1: some cells are missing
+    assert t.edges.shape == (8, 8) and not np.any(np.diag(t.edges))
+    if task == "classification":
+        assert set(np.unique(t.y)) <= set(range(k))
+    # p_categorical=1: at least one column of small non-negative integer codes
+    whole = [np.all(np.mod(c[np.isfinite(c)], 1) == 0) and np.nanmin(c) >= 0 for c in t.X.T]
+    assert any(whole)
+
+
+def test_standardise_uses_context_statistics_only():
+    X = np.vstack([np.ones((10, 2)) * [1.0, 5.0] + np.arange(10)[:, None], np.full((5, 2), 1000.0)])
+    Z = standardise(X, 10)
+    assert np.allclose(Z[:10].mean(0), 0) and np.allclose(Z[:10].std(0), 1)
+    assert np.all(Z[10:] == 5.0)                 # far outliers clipped at +5 sigma
+
+
+def test_batches_are_deterministic_and_consistent():
+    cfg = PriorConfig(max_rows=128, max_features=6, p_real=0.0)
+    a, b = make_batch(7, 3, cfg, None), make_batch(7, 3, cfg, None)
+    np.testing.assert_array_equal(a.x, b.x)
+    c = make_batch(7, 4, cfg, None)
+    assert a.x.shape != c.x.shape or not np.array_equal(np.nan_to_num(a.x), np.nan_to_num(c.x))
+    for i in range(12):
+        bt = make_batch(11, i, cfg, None)
+        B, N, D = bt.x.shape
+        assert bt.recon.shape == (B, N, D) and bt.y.shape == (B, N)
+        assert np.isfinite(bt.x_true[bt.recon]).all()      # reconstruction targets exist
+        assert np.isnan(bt.x[bt.recon]).all()              # and are hidden from the model
+        if bt.task == "classification":
+            for t in range(B):                             # every class is in the context
+                assert set(np.unique(bt.y[t])) <= set(np.unique(bt.y[t, :bt.n_ctx]))
+                assert bt.n_classes[t] == len(np.unique(bt.y[t, :bt.n_ctx]))
+        if bt.task is None:
+            assert bt.n_ctx == N
+
+
+def test_real_tasks_read_only_allowlisted_tables(monkeypatch):
+    refs = real.allowlist()
+    allowed = {(r.package, r.item) for r in refs}
+    assert len(refs) > 1000
+    for dev in [("modeldata", "concrete"), ("modeldata", "ames"), ("AER", "CPS1988"), ("ggplot2", "diamonds"), ("nycflights13", "flights")]:
+        assert dev not in allowed                          # development tables are never trained on
+    seen = []
+    original = real.load_table
+
+    def spy(pkg, item):
+        seen.append((pkg, item))
+        return original(pkg, item)
+
+    monkeypatch.setattr(real, "load_table", spy)
+    rng = np.random.default_rng(5)
+    got = [real.sample_real_task(rng, refs[:60], task, 100, 2) for task in ("classification", "regression") * 3]
+    assert seen and set(seen) <= allowed
+    ok = [g for g in got if g is not None]
+    assert ok
+    for g in ok:
+        assert g.X.shape == (100, 2) and np.isfinite(g.y).all()
+        if g.task == "classification":
+            assert 2 <= g.n_classes <= 10 and set(np.unique(g.y)) <= set(range(g.n_classes))
