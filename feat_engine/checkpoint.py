@@ -61,7 +61,12 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path}: not a FEAT checkpoint (no '{FORMAT}' header)")
     if blob.get("version") != VERSION:
         raise CheckpointError(f"checkpoint {path}: format version {blob.get('version')} is not supported (expected {VERSION})")
-    digest = weights_sha256(blob["state_dict"])
+    sd, cfg = blob.get("state_dict"), blob.get("config")
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise CheckpointError(f"checkpoint {path}: no weights (the 'state_dict' entry is missing or not a dict of tensors)")
+    if not isinstance(cfg, dict):
+        raise CheckpointError(f"checkpoint {path}: no model config (the 'config' entry is missing or not a dict)")
+    digest = weights_sha256(sd)
     if digest != blob.get("sha256"):
         raise CheckpointError(f"checkpoint {path}: sha256 mismatch (stored {str(blob.get('sha256'))[:12]}..., computed {digest[:12]}...): the weights are corrupted")
     return blob

@@ -112,9 +112,10 @@ def run(
     att = None
     if want_attention:
         att = [(a[0] / (N + n_q)).cpu().numpy() for a in attn]
+    asked = x_query is not None and y is not None
     return RunResult(
-        logits=torch.cat(logits).numpy() if logits else None,
-        pred=torch.cat(preds).numpy() if preds else None,
+        logits=torch.cat(logits).numpy() if logits else (np.zeros((0, model.cfg.max_classes), np.float32) if asked and task == "classification" else None),
+        pred=torch.cat(preds).numpy() if preds else (np.zeros(0, np.float32) if asked and task == "regression" else None),
         recon=recon,
         attention=att,
     )

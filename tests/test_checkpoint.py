@@ -172,11 +172,13 @@ def test_config_mismatch(saved):
     _assert_error(saved, "do not match")
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="bug: read_checkpoint indexes blob['state_dict'] unchecked -> KeyError, not CheckpointError")
-def test_missing_state_dict_is_checkpoint_error(saved):
-    """A header with no weights must still raise CheckpointError (not KeyError)."""
+@pytest.mark.parametrize("key,value", [("state_dict", None), ("state_dict", [1, 2]), ("config", None), ("config", "d_model=16")])
+def test_missing_or_malformed_entries_are_checkpoint_errors(saved, key, value):
+    """A header with no weights or no config must still raise CheckpointError (not KeyError/TypeError)."""
     blob = torch.load(saved, weights_only=True)
-    del blob["state_dict"]
+    if value is None:
+        del blob[key]
+    else:
+        blob[key] = value
     torch.save(blob, saved)
     _assert_error(saved)

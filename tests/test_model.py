@@ -174,7 +174,7 @@ def test_run_bf16_close_to_fp32(model):
 
 # -- attention path ----------------------------------------------------------------------
 
-def test_attention_path_equals_sdpa_path(model):
+def test_returning_attention_does_not_change_outputs(model):
     x = table(2, 30, 7, seed=9)
     y = labels(2, 22, "classification")
     with torch.no_grad():
@@ -312,3 +312,18 @@ def test_chunked_paths_refuse_grad():
     x, y = table(1, 20, 3, seed=14), labels(1, 20, "regression")
     with pytest.raises(RuntimeError, match="inference"):
         m.encode_context(x, y, "regression", m.column_ids(1, 3, seed=0), row_chunk=4)
+
+
+def test_empty_context_is_a_clear_error(model):
+    x = table(1, 5, 3)
+    with pytest.raises(ValueError, match="context has no rows"):
+        model(x, torch.zeros(1, 0), "classification", 3)
+
+
+@pytest.mark.parametrize("task,shape", [("classification", (0, 10)), ("regression", (0,))])
+def test_run_with_no_query_rows(model, task, shape):
+    x = table(1, 20, 3)[0]
+    y = labels(1, 20, task)[0]
+    r = run(model, x, y, x[:0], task, 3 if task == "classification" else None, device="cpu")
+    out = r.logits if task == "classification" else r.pred
+    assert out.shape == shape

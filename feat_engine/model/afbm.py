@@ -56,7 +56,7 @@ class AFBM(nn.Module):
     def _fuse(self, z: Tensor, y_f: Tensor, y_b: Tensor) -> Tensor:
         gate = F.silu(z)
         y = torch.cat([y_f.flatten(-2).to(gate.dtype) * gate, y_b.flatten(-2).to(gate.dtype) * gate], -1)
-        return self.fuse(self.norm(y))
+        return self.fuse(self.norm(y.to(self.norm.weight.dtype)))   # one dtype: the fused RMSNorm kernel
 
     def context(self, u: Tensor, backend: str = "auto") -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Scan the context rows both ways. Returns the output and the final (forward, backward) states."""

@@ -117,7 +117,17 @@ class FEAT(nn.Module):
     ) -> tuple[Tensor, list[Any], list[Tensor] | None]:
         """Run the context rows through every block. Returns their final tokens, per-block states
         and (optionally) per-block attention summed over rows."""
-        h = self.embed(x, y, task, column_ids)
+        if x.shape[1] == 0:
+            raise ValueError("the context has no rows: at least one context row is needed")
+        if row_chunk is None or x.shape[1] <= row_chunk or torch.is_grad_enabled():
+            h = self.embed(x, y, task, column_ids)
+        else:   # embed row chunks into one preallocated tensor: no full-size temporaries
+            h = None
+            for i in range(0, x.shape[1], row_chunk):
+                part = self.embed(x[:, i:i + row_chunk], None if y is None else y[:, i:i + row_chunk], task, column_ids)
+                if h is None:
+                    h = part.new_empty(x.shape[0], x.shape[1], *part.shape[2:])
+                h[:, i:i + row_chunk] = part
         states, attn = [], ([] if return_attention else None)
         for blk in self.blocks:
             h, w = blk.feature_axis(h, row_chunk, return_attention)
