@@ -1,0 +1,374 @@
+"""Zero-shot quality on the development tables: FEAT versus the tools users would pick instead.
+
+Every table gets one fixed 80/20 split (stratified for classification, seed 0); the context
+(training) part is then capped at --max-context rows and the test part at --max-test rows by
+stratified subsampling with the same seed. Every method sees exactly the same rows.
+
+Methods (all at their library defaults; no tuning anywhere):
+  feat      FEATClassifier / FEATRegressor (zero-shot, --n-estimators members), raw DataFrame in
+  xgboost   XGBClassifier / XGBRegressor, hist, native categoricals (enable_categorical), NaN native
+  lightgbm  LGBMClassifier / LGBMRegressor, pandas categoricals native, NaN native
+  catboost  CatBoostClassifier / CatBoostRegressor, categoricals as cat_features (NaN as its own level)
+  linear    LogisticRegression(max_iter=1000) / Ridge(): numerics median-imputed and standardised,
+            categoricals one-hot (missing as its own level, unknown levels ignored)
+  knn       KNeighbors(k=15), same preprocessing as linear (scaled numerics, one-hot categoricals)
+
+Metrics: ROC-AUC (macro one-vs-rest for multiclass), accuracy, macro F1; RMSE of the target
+divided by the context's standard deviation ("RMSE on the standardised target") and R^2; wall
+time of fit + predict. Means and ranks across tables.
+
+    python bench/quality.py                                   # full: context <= 50,000, test <= 2,000
+    python bench/quality.py --quick                           # context <= 2,048, test <= 500, no CatBoost
+    python bench/quality.py --max-context 2048 --max-test 500 # the issue-3 bar -> section "quality-bar"
+
+The section is "quality-bar" when the caps are the issue-3 bar's (2,048 context, 500 test rows),
+else "quality" (override with --section). --out writes elsewhere (smoke runs).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import common as C
+
+ALL_METHODS = ["feat", "xgboost", "lightgbm", "catboost", "linear", "knn"]
+QUICK_METHODS = ["feat", "xgboost", "lightgbm", "linear", "knn"]
+BAR = (2048, 500)
+LABEL = {"feat": "FEAT", "xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost",
+         "linear": "linear", "knn": "kNN-15"}
+
+
+def linear_label(task: str) -> str:
+    return "logistic" if task == "classification" else "ridge"
+
+
+# -- the methods ---------------------------------------------------------------------------------
+
+def _as_strings(X: pd.DataFrame, cats: list) -> pd.DataFrame:
+    X = X.copy()
+    for c in cats:
+        X[c] = X[c].astype(object).where(X[c].notna(), "__nan__").astype(str)
+    return X
+
+
+def _sklearn_pipeline(model, nums: list, cats: list):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    parts = []
+    if nums:
+        parts.append(("num", make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler()), nums))
+    if cats:
+        parts.append(("cat", OneHotEncoder(handle_unknown="ignore"), cats))
+    return make_pipeline(ColumnTransformer(parts, sparse_threshold=0.3), model)
+
+
+def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd.DataFrame, k: int, args):
+    """(M, k) probabilities for classification, (M,) predictions for regression."""
+    clf = task == "classification"
+    nums, cats = C.column_kinds(Xc)
+    th = args.threads
+    if method == "feat":
+        from feat_engine import FEATClassifier, FEATRegressor
+
+        kw = dict(n_estimators=args.n_estimators, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+        if clf:
+            est = FEATClassifier(**kw).fit(Xc, yc)
+            return _full_proba(est.predict_proba(Xq), est.classes_, k)
+        return FEATRegressor(**kw).fit(Xc, yc).predict(Xq)
+    if method == "xgboost":
+        import xgboost as xgb
+
+        kw = dict(tree_method="hist", enable_categorical=True, n_jobs=th, random_state=C.SEED)
+        if clf:
+            # XGBoost wants labels 0..K'-1: relabel the classes present in the context
+            present, yl = np.unique(yc, return_inverse=True)
+            est = xgb.XGBClassifier(**kw).fit(Xc, yl)
+            return _full_proba(est.predict_proba(Xq), present, k)
+        return xgb.XGBRegressor(**kw).fit(Xc, yc).predict(Xq)
+    if method == "lightgbm":
+        import lightgbm as lgb
+
+        kw = dict(verbose=-1, n_jobs=th, random_state=C.SEED)
+        if clf:
+            est = lgb.LGBMClassifier(**kw).fit(Xc, yc)
+            return _full_proba(est.predict_proba(Xq), est.classes_, k)
+        return lgb.LGBMRegressor(**kw).fit(Xc, yc).predict(Xq)
+    if method == "catboost":
+        import catboost as cb
+
+        kw = dict(verbose=0, thread_count=th, random_seed=C.SEED, allow_writing_files=False, cat_features=cats)
+        Xc_s, Xq_s = _as_strings(Xc, cats), _as_strings(Xq, cats)
+        if clf:
+            est = cb.CatBoostClassifier(**kw).fit(Xc_s, yc)
+            return _full_proba(est.predict_proba(Xq_s), np.asarray(est.classes_).astype(int), k)
+        return cb.CatBoostRegressor(**kw).fit(Xc_s, yc).predict(Xq_s)
+    if method in ("linear", "knn"):
+        from sklearn.linear_model import LogisticRegression, Ridge
+        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+        if method == "linear":
+            model = LogisticRegression(max_iter=1000) if clf else Ridge()
+        else:
+            model = KNeighborsClassifier(15, n_jobs=th) if clf else KNeighborsRegressor(15, n_jobs=th)
+        est = _sklearn_pipeline(model, nums, cats).fit(_as_strings(Xc, cats), yc)
+        if clf:
+            return _full_proba(est.predict_proba(_as_strings(Xq, cats)), est.classes_, k)
+        return est.predict(_as_strings(Xq, cats))
+    raise ValueError(f"unknown method {method!r}")
+
+
+def _full_proba(p: np.ndarray, classes, k: int) -> np.ndarray:
+    """Probabilities over all k classes (a class absent from the context gets 0)."""
+    out = np.zeros((len(p), k))
+    out[:, np.asarray(classes).astype(int)] = p
+    return out
+
+
+# -- one table -------------------------------------------------------------------------------------
+
+def run_table(name: str, methods: list[str], args) -> dict:
+    X, y, task = C.load_table(name)
+    if task == "classification":
+        yv, labels = C.encode_labels(y)
+        k = len(labels)
+    else:
+        yv, k = y.to_numpy(dtype=float), 0
+    ctx, te = C.split(yv, task, args.max_context, args.max_test)
+    Xc, Xq, yc, yq = X.iloc[ctx].reset_index(drop=True), X.iloc[te].reset_index(drop=True), yv[ctx], yv[te]
+    rec = {"table": name, "task": task, "rows": len(X), "features": X.shape[1], "classes": k,
+           "n_context": len(ctx), "n_test": len(te), "methods": {}}
+    for m in methods:
+        r: dict = {}
+        try:
+            t0 = time.perf_counter()
+            out = fit_predict(m, task, Xc, yc, Xq, k, args)
+            r["time_s"] = time.perf_counter() - t0
+            r.update(C.classification_metrics(yq, out) if task == "classification" else C.regression_metrics(yq, out, yc))
+        except Exception as e:  # a failing method is reported, the run goes on
+            r["error"] = f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+        rec["methods"][m] = r
+        shown = {kk: round(v, 4) for kk, v in r.items() if isinstance(v, float)}
+        print(f"[quality] {name:24s} {m:9s} {shown if 'error' not in r else r['error']}", flush=True)
+    return rec
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def _val(rec: dict, m: str, key: str) -> float:
+    return float(rec["methods"].get(m, {}).get(key, float("nan")))
+
+
+def _summary(recs: list[dict], methods: list[str], task: str) -> dict:
+    """Per method: mean of each metric, mean rank on each metric, total time."""
+    keys = ("auc", "acc", "f1") if task == "classification" else ("rmse", "r2")
+    out = {m: {} for m in methods}
+    for key in keys:
+        higher = key != "rmse"
+        rank_rows = [C.ranks({m: _val(r, m, key) for m in methods}, higher) for r in recs]
+        for m in methods:
+            vals = [_val(r, m, key) for r in recs]
+            out[m][key] = float(np.mean(vals)) if not np.isnan(vals).any() else float("nan")
+            out[m][f"rank_{key}"] = float(np.mean([rr[m] for rr in rank_rows]))
+    for m in methods:
+        out[m]["time_s"] = float(np.nansum([_val(r, m, "time_s") for r in recs]))
+        out[m]["failed"] = [r["table"] for r in recs if "error" in r["methods"].get(m, {})]
+    return out
+
+
+def _losses(recs: list[dict], methods: list[str], key: str, higher: bool) -> list[str]:
+    """Plain sentences: on how many tables each baseline beats FEAT, and the means."""
+    lines = []
+    for m in methods:
+        if m == "feat":
+            continue
+        pairs = [(r["table"], _val(r, "feat", key), _val(r, m, key)) for r in recs]
+        pairs = [p for p in pairs if not (np.isnan(p[1]) or np.isnan(p[2]))]
+        if not pairs:
+            continue
+        lost = [t for t, f, b in pairs if (b > f if higher else b < f)]
+        mf, mb = np.mean([p[1] for p in pairs]), np.mean([p[2] for p in pairs])
+        lab = LABEL[m] if m != "linear" else linear_label(recs[0]["task"])
+        verdict = "FEAT loses" if (mb > mf if higher else mb < mf) else "FEAT wins"
+        lines.append(f"- vs {lab}: {verdict} on the mean ({key.upper()} {mf:.3f} vs {mb:.3f}); "
+                     f"{lab} is better on {len(lost)}/{len(pairs)} tables"
+                     + (f" ({', '.join(lost)})" if lost else "") + ".")
+    return lines
+
+
+def _table_block(recs: list[dict], methods: list[str], key: str, title: str, digits: int = 3) -> list[str]:
+    head = ["table", "context", "test"] + [LABEL[m] if m != "linear" else linear_label(recs[0]["task"]) for m in methods]
+    higher = key not in ("rmse", "time_s")
+    rows = []
+    for r in recs:
+        vals = {m: _val(r, m, key) for m in methods}
+        finite = [v for v in vals.values() if not np.isnan(v)]
+        best = (max(finite) if higher else min(finite)) if finite and key != "time_s" else None
+        cells = []
+        for m in methods:
+            s = C.fmt(vals[m], digits) if "error" not in r["methods"].get(m, {}) else "failed"
+            cells.append(f"**{s}**" if best is not None and vals[m] == best else s)
+        rows.append([r["table"], f"{r['n_context']:,}", f"{r['n_test']:,}", *cells])
+    return [f"**{title}**", "", *C.markdown_table(head, rows, "lrr" + "r" * len(methods)), ""]
+
+
+def report(recs: list[dict], methods: list[str], args, info: dict, command: str, started: str, elapsed: float,
+           png_ref: str | None) -> tuple[list[str], dict]:
+    bar = (args.max_context, args.max_test) == BAR
+    lines = [f"## Zero-shot quality{' (issue-3 bar settings)' if bar else ''}", "",
+             f"Development tables, fixed 80/20 split (stratified, seed {C.SEED}); context capped at "
+             f"{args.max_context:,} rows and test at {args.max_test:,} rows (stratified subsamples, same seed); every "
+             f"method sees the same rows. FEAT: zero-shot, `n_estimators={args.n_estimators}`, checkpoint "
+             f"{C.checkpoint_line(args.checkpoint)}. Baselines at library defaults (see `bench/quality.py` for the "
+             "preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target divided by "
+             "the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over tables. "
+             "FEAT tables wider than its pretrained 24 features get at least ceil(D/24) members, each on a feature "
+             "subset; more than 10 classes go through its class hierarchy (docs/design.md).", ""]
+    summary = {}
+    for task in ("classification", "regression"):
+        rs = [r for r in recs if r["task"] == task]
+        if not rs:
+            continue
+        s = _summary(rs, methods, task)
+        summary[task] = s
+        lab = lambda m: LABEL[m] if m != "linear" else linear_label(task)  # noqa: E731
+        if task == "classification":
+            lines += [f"### Classification ({len(rs)} tables)", ""]
+            head = ["method", "mean AUC", "mean ACC", "mean F1", "rank AUC", "rank ACC", "rank F1", "time (s, all tables)"]
+            rows = [[lab(m), C.fmt(s[m]["auc"]), C.fmt(s[m]["acc"]), C.fmt(s[m]["f1"]), C.fmt(s[m]["rank_auc"], 2),
+                     C.fmt(s[m]["rank_acc"], 2), C.fmt(s[m]["rank_f1"], 2), C.fmt(s[m]["time_s"], 1)] for m in methods]
+            lines += C.markdown_table(head, rows) + [""]
+            lines += _table_block(rs, methods, "auc", "ROC-AUC per table")
+            lines += ["<details><summary>Accuracy and macro F1 per table</summary>", ""]
+            lines += _table_block(rs, methods, "acc", "Accuracy per table")
+            lines += _table_block(rs, methods, "f1", "Macro F1 per table")
+            lines += ["</details>", ""]
+            lines += ["Where FEAT stands (AUC):", "", *_losses(rs, methods, "auc", True), ""]
+        else:
+            lines += [f"### Regression ({len(rs)} tables)", ""]
+            head = ["method", "mean RMSE (std. target)", "mean R²", "rank RMSE", "rank R²", "time (s, all tables)"]
+            rows = [[lab(m), C.fmt(s[m]["rmse"]), C.fmt(s[m]["r2"]), C.fmt(s[m]["rank_rmse"], 2),
+                     C.fmt(s[m]["rank_r2"], 2), C.fmt(s[m]["time_s"], 1)] for m in methods]
+            lines += C.markdown_table(head, rows) + [""]
+            lines += _table_block(rs, methods, "rmse", "RMSE (standardised target) per table")
+            lines += _table_block(rs, methods, "r2", "R² per table")
+            lines += ["Where FEAT stands (RMSE):", "", *_losses(rs, methods, "rmse", False), ""]
+    lines += ["<details><summary>Time per table (s, fit + predict, wall clock)</summary>", ""]
+    lines += _table_block(recs, methods, "time_s", "Time per table", 2)
+    lines += ["</details>", ""]
+    failed = [f"{LABEL[m]} on {', '.join(v['failed'])}" for s in summary.values() for m, v in s.items() if v["failed"]]
+    if failed:
+        lines += ["Failed runs (scored as missing, ranked last): " + "; ".join(failed) + ".", ""]
+    lines += _bar_lines(summary, methods, recs, bar)
+    if png_ref:
+        lines += [f"![per-table ROC-AUC and R² of every method]({png_ref})", ""]
+    lines += C.provenance(command, started, info, elapsed, [
+        f"- Threads: {args.threads} for torch, BLAS and every baseline; times are wall clock for fit + predict "
+        "(FEAT's includes loading the checkpoint on the first table)."])
+    return lines, summary
+
+
+def _bar_lines(summary: dict, methods: list[str], recs: list[dict], bar: bool) -> list[str]:
+    """Issue 3's bar: FEAT beats logistic regression and kNN-15 on mean AUC, ridge on mean R^2."""
+    if "feat" not in methods:
+        return []
+    cl, rg = summary.get("classification"), summary.get("regression")
+    checks = []
+    if cl:
+        for m in ("linear", "knn"):
+            if m in methods:
+                name = "logistic regression" if m == "linear" else "kNN-15"
+                checks.append((f"mean AUC {cl['feat']['auc']:.3f} vs {name} {cl[m]['auc']:.3f}", cl["feat"]["auc"] > cl[m]["auc"]))
+    if rg and "linear" in methods:
+        checks.append((f"mean R² {rg['feat']['r2']:.3f} vs ridge {rg['linear']['r2']:.3f}", rg["feat"]["r2"] > rg["linear"]["r2"]))
+    if not checks:
+        return []
+    n_tables = len(recs)
+    ok = all(c[1] for c in checks)
+    title = "Issue-3 bar" if bar and n_tables == 13 else "Issue-3 bar comparison (NOT the bar's settings or tables)"
+    out = [f"**{title}: {'met' if ok else 'not met'}.** " + "; ".join(f"{t} ({'beats' if b else 'does not beat'})" for t, b in checks) + "."]
+    far = []
+    for m in ("xgboost", "lightgbm"):
+        if m in methods:
+            bits = []
+            if cl:
+                bits.append(f"mean AUC {cl[m]['auc']:.3f} (FEAT {cl['feat']['auc'] - cl[m]['auc']:+.3f})")
+            if rg:
+                bits.append(f"mean R² {rg[m]['r2']:.3f} (FEAT {rg['feat']['r2'] - rg[m]['r2']:+.3f})")
+            far.append(f"{LABEL[m]} {', '.join(bits)}")
+    if far:
+        out[0] += " Default gradient boosting for reference: " + "; ".join(far) + "."
+    return out + [""]
+
+
+def plot(recs: list[dict], methods: list[str], path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [(t, k, lbl) for t, k, lbl in (("classification", "auc", "ROC-AUC"), ("regression", "r2", "R²"))
+              if any(r["task"] == t for r in recs)]
+    fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.5), squeeze=False)
+    for ax, (task, key, lbl) in zip(axes[0], groups):
+        rs = [r for r in recs if r["task"] == task]
+        y = np.arange(len(rs))
+        for j, m in enumerate(methods):
+            vals = [_val(r, m, key) for r in rs]
+            ax.scatter(vals, y + (j - len(methods) / 2) * 0.08, label=LABEL[m] if m != "linear" else linear_label(task),
+                       marker="*" if m == "feat" else "o", s=90 if m == "feat" else 25, zorder=3 if m == "feat" else 2)
+        ax.set_yticks(y, [r["table"] for r in rs])
+        ax.set_xlabel(lbl)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=7)
+        if key == "r2":
+            ax.set_xlim(left=max(-1.0, ax.get_xlim()[0]))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="context <= 2,048 and test <= 500 rows, no CatBoost")
+    p.add_argument("--max-context", type=int, default=50_000)
+    p.add_argument("--max-test", type=int, default=2_000)
+    p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
+    p.add_argument("--tables", default=None, help="comma-separated table names (default: all 13)")
+    p.add_argument("--methods", default=None, help=f"comma-separated subset of {ALL_METHODS}")
+    p.add_argument("--device", default="auto", help="FEAT device")
+    C.add_common_args(p, section=None)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.max_context, args.max_test = min(args.max_context, BAR[0]), min(args.max_test, BAR[1])
+    methods = args.methods.split(",") if args.methods else (QUICK_METHODS if args.quick else ALL_METHODS)
+    bad = [m for m in methods if m not in ALL_METHODS]
+    if bad:
+        raise SystemExit(f"unknown method(s) {bad}; choose from {ALL_METHODS}")
+    section = args.section or ("quality-bar" if (args.max_context, args.max_test) == BAR else "quality")
+
+    C.quiet_warnings()
+    args.threads = C.set_threads(args.threads)
+    command, started, t0 = C.command_line("quality.py", argv), C.now(), time.perf_counter()
+    info = C.machine()
+    recs = [run_table(name, methods, args) for name, _ in C.pick_tables(args.tables)]
+    png = None
+    if not args.no_write:
+        png = (C.ROOT / "docs" / f"{section}.png") if not args.out else Path(f"{args.out}.{section}.png").resolve()
+        plot(recs, methods, png)
+    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0,
+                           None if png is None else (png.name if not args.out else str(png)))
+    C.finish(section, body, args, {"section": section, "command": command, "started": started, "machine": info,
+                                   "args": vars(args), "tables": recs, "summary": summary})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Relation discovery on held-out synthetic tables whose DAG is known.
+
+Tables come from the engine's own prior, `feat_engine.prior.scm.sample_scm`, with seeds
+555,000,000 + i (far from every training stream), at --rows rows and D in --sizes features.
+`SCMTable.edges[i, j]` says feature i is a parent of feature j (edges between observed
+features only; hidden nodes are marginalised out). The prior also draws the mechanism family
+of each table (mlp, tree, linear or mixed), which the report breaks the results down by.
+
+Each method gives a D x D score matrix A. Edges are scored undirected: a pair {i, j} scores
+max(A[i, j], A[j, i]) and is positive when i -> j or j -> i. The score is the ROC-AUC of
+ranking the positive pairs above the others, per table (tables with no edge or only edges are
+skipped), then averaged.
+
+Methods:
+  feat      feat_engine.relation_matrix (feature-axis attention; default n_estimators=2, 1,024 rows)
+  pearson   |Pearson| (pandas, pairwise-complete)
+  spearman  |Spearman|
+  mi        mutual information, sklearn mutual_info_regression of each feature on each other
+            (k=3 neighbours, NaN filled with the column mean; columns standardised)
+
+    python bench/relations.py            # 3 sizes x 40 tables
+    python bench/relations.py --quick    # 3 sizes x 8 tables, 512 rows
+
+Writes the "relations" section of docs/benchmarks.md (--out for elsewhere).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import traceback
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+import common as C
+
+METHODS = ["feat", "pearson", "spearman", "mi"]
+LABEL = {"feat": "FEAT relation_matrix", "pearson": "abs(Pearson)", "spearman": "abs(Spearman)", "mi": "mutual information"}
+SEED0 = 555_000_000
+
+
+def table(i: int, d: int, rows: int, missing: float):
+    """Held-out table i of size d; seed 555,000,000 + 1000 d + i."""
+    from feat_engine.prior.scm import sample_scm
+
+    rng = np.random.default_rng(SEED0 + 1000 * d + i)
+    return sample_scm(rng, rows, d, "regression", p_missing=missing)
+
+
+def scores(method: str, X: pd.DataFrame, args) -> np.ndarray:
+    d = X.shape[1]
+    if method == "feat":
+        from feat_engine import relation_matrix
+
+        R = relation_matrix(X, n_estimators=args.n_estimators, max_rows=args.max_rows_feat, random_state=C.SEED,
+                            device=args.device, checkpoint=args.checkpoint)
+        # constant columns are dropped by the preprocessing: they score 0
+        return R.reindex(index=X.columns, columns=X.columns).fillna(0.0).to_numpy()
+    if method in ("pearson", "spearman"):
+        return X.corr(method=method).abs().fillna(0.0).to_numpy()
+    if method == "mi":
+        from sklearn.feature_selection import mutual_info_regression
+
+        Z = X.fillna(X.mean()).fillna(0.0).to_numpy(dtype=float)
+        sd = Z.std(0)
+        Z = (Z - Z.mean(0)) / np.where(sd > 0, sd, 1.0)
+        A = np.zeros((d, d))
+        for j in range(d):
+            others = [i for i in range(d) if i != j]
+            if sd[j] > 0 and others:
+                A[others, j] = mutual_info_regression(Z[:, others], Z[:, j], n_neighbors=3, random_state=C.SEED)
+        return A
+    raise ValueError(method)
+
+
+def edge_auc(A: np.ndarray, edges: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    S, T = np.maximum(A, A.T), edges | edges.T
+    iu = np.triu_indices(len(A), 1)
+    t, s = T[iu], S[iu]
+    if t.all() or not t.any():
+        return float("nan")
+    return float(roc_auc_score(t, s))
+
+
+def run(args, methods: list[str]) -> list[dict]:
+    recs = []
+    for d in args.sizes:
+        for i in range(args.tables):
+            t = table(i, d, args.rows, args.missing)
+            X = pd.DataFrame(t.X, columns=[f"x{j}" for j in range(d)])
+            rec = {"d": d, "i": i, "seed": SEED0 + 1000 * d + i, "mechanism": t.mechanism,
+                   "n_edges": int((t.edges | t.edges.T)[np.triu_indices(d, 1)].sum()), "pairs": d * (d - 1) // 2,
+                   "auc": {}, "time_s": {}}
+            for m in methods:
+                try:
+                    t0 = time.perf_counter()
+                    A = scores(m, X, args)
+                    rec["time_s"][m] = time.perf_counter() - t0
+                    rec["auc"][m] = edge_auc(A, t.edges)
+                except Exception as e:
+                    rec["auc"][m] = float("nan")
+                    rec.setdefault("errors", {})[m] = f"{type(e).__name__}: {e}"
+                    traceback.print_exc()
+            recs.append(rec)
+            print(f"[relations] D={d:3d} #{i:3d} {t.mechanism:6s} edges {rec['n_edges']:3d}/{rec['pairs']:3d} "
+                  + " ".join(f"{m}={rec['auc'][m]:.3f}" for m in methods), flush=True)
+    return recs
+
+
+def _group_rows(recs: list[dict], methods: list[str], key) -> list[list]:
+    groups = defaultdict(list)
+    for r in recs:
+        if not all(np.isnan(r["auc"][m]) for m in methods):
+            groups[key(r)].append(r)
+    rows = []
+    for g in sorted(groups, key=lambda g: (isinstance(g, str), g)):
+        rs = groups[g]
+        means = {m: np.nanmean([r["auc"][m] for r in rs]) for m in methods}
+        best = max(means.values())
+        cells = []
+        for m in methods:
+            v = [r["auc"][m] for r in rs if not np.isnan(r["auc"][m])]
+            s = f"{np.mean(v):.3f} ± {np.std(v) / np.sqrt(max(1, len(v))):.3f}" if v else "—"
+            cells.append(f"**{s}**" if v and means[m] == best else s)
+        rows.append([str(g), len(rs), f"{np.mean([r['n_edges'] / r['pairs'] for r in rs]):.2f}", *cells])
+    return rows
+
+
+def report(recs, methods, args, info, command, started, elapsed) -> tuple[list[str], dict]:
+    head = ["", "tables", "edge density", *[LABEL[m] for m in methods]]
+    skipped = sum(all(np.isnan(r["auc"][m]) for m in methods) for r in recs)
+    lines = ["## Relation discovery", "",
+             f"Held-out synthetic tables from the engine's prior (`sample_scm`, seeds 555,000,000 + 1000·D + i, never "
+             f"used in training), {args.rows:,} rows, D ∈ {{{', '.join(map(str, args.sizes))}}}, {args.tables} tables per D, "
+             f"missing-value injection {'off' if args.missing == 0 else f'p={args.missing}'}. Score: ROC-AUC of ranking "
+             "the true (undirected) edges among all feature pairs by max(A[i, j], A[j, i]); 0.5 is chance. Mean ± "
+             f"standard error over tables{f'; {skipped} tables with no edge (or only edges) skipped' if skipped else ''}. "
+             f"FEAT: `relation_matrix(n_estimators={args.n_estimators}, max_rows={args.max_rows_feat})`, checkpoint "
+             f"{C.checkpoint_line(args.checkpoint)}.", ""]
+    lines += ["**By graph size**", "", *C.markdown_table(["D", *head[1:]], _group_rows(recs, methods, lambda r: r["d"])), ""]
+    lines += ["**By mechanism family**", "",
+              *C.markdown_table(["mechanism", *head[1:]], _group_rows(recs, methods, lambda r: r["mechanism"])), ""]
+    lines += ["**All tables**", "", *C.markdown_table(["", *head[1:]], _group_rows(recs, methods, lambda r: "all")), ""]
+    valid = [r for r in recs if not np.isnan(r["auc"].get("feat", np.nan))]
+    summary = {m: float(np.nanmean([r["auc"][m] for r in recs])) for m in methods}
+    if "feat" in methods and valid:
+        plain = []
+        for m in methods:
+            if m == "feat":
+                continue
+            wins = sum(r["auc"]["feat"] > r["auc"][m] for r in valid if not np.isnan(r["auc"][m]))
+            verdict = "loses to" if summary[m] > summary["feat"] else "beats"
+            plain.append(f"- FEAT {verdict} {LABEL[m]} on the mean ({summary['feat']:.3f} vs {summary[m]:.3f}); "
+                         f"FEAT is higher on {wins}/{len(valid)} tables.")
+        lines += ["Where FEAT stands:", "", *plain, ""]
+    times = {m: float(np.sum([r["time_s"].get(m, 0.0) for r in recs])) for m in methods}
+    lines += ["**Time** (s, all tables): " + ", ".join(f"{LABEL[m]} {times[m]:.1f}" for m in methods), ""]
+    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+    return lines, {"mean_auc": summary, "time_s": times}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="8 tables per size, 512 rows")
+    p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[5, 10, 20],
+                   help="feature counts D (default 5,10,20; FEAT was pretrained on D <= 24)")
+    p.add_argument("--tables", type=int, default=None, help="tables per size (default 40; quick 8)")
+    p.add_argument("--rows", type=int, default=None, help="rows per table (default 1,024; quick 512)")
+    p.add_argument("--missing", type=float, default=0.0, help="probability that a table gets missing values")
+    p.add_argument("--n-estimators", type=int, default=2, help="relation_matrix members (its default)")
+    p.add_argument("--max-rows-feat", type=int, default=1024, help="relation_matrix max_rows (its default)")
+    p.add_argument("--methods", default=None, help=f"comma-separated subset of {METHODS}")
+    p.add_argument("--device", default="auto")
+    C.add_common_args(p, section="relations")
+    args = p.parse_args(argv)
+    args.tables = args.tables or (8 if args.quick else 40)
+    args.rows = args.rows or (512 if args.quick else 1024)
+    methods = args.methods.split(",") if args.methods else METHODS
+    C.quiet_warnings()
+    args.threads = C.set_threads(args.threads)
+    command, started, t0 = C.command_line("relations.py", argv), C.now(), time.perf_counter()
+    info = C.machine()
+    recs = run(args, methods)
+    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0)
+    C.finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
+                                        "tables": recs, "summary": summary})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

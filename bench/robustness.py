@@ -1,0 +1,150 @@
+"""Row-order robustness: how much FEAT's predictions move when the context rows are shuffled.
+
+FEAT's sample axis is a scan, so it has an order; the rows of a table do not. On each
+classification development table (the quality benchmark's fixed split, context capped at
+--max-context and test at --max-test rows) FEAT predicts the test rows from the context as
+given, then from --shuffles random permutations of the same context rows (seeds 1..S), with
+the same random_state, so the members' feature shuffles and S-DFE draws stay fixed and only
+the row order changes. Reported, for 1 member and for the default ensemble:
+
+  mean |dp|   mean absolute change in predicted probability over test rows and classes
+              (for two classes: the mean |change| of p(class 1)), averaged over the shuffles
+  max |dp|    the largest change of any probability
+  |dAUC|      mean absolute change in ROC-AUC; and the AUC's standard deviation over the orders
+  flips       share of test rows whose predicted class changes
+
+    python bench/robustness.py            # all 8 classification tables, 2,048 context, 500 test, 3 shuffles
+    python bench/robustness.py --quick    # 3 tables, 2 shuffles
+
+Writes the "robustness" section of docs/benchmarks.md (--out for elsewhere).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import traceback
+
+import numpy as np
+
+import common as C
+
+QUICK_TABLES = ["phoneme", "compas_two_year_recid", "pendigits"]
+
+
+def run_table(name: str, members: list[int], args) -> dict:
+    from feat_engine import FEATClassifier
+
+    X, y, task = C.load_table(name)
+    yv, labels = C.encode_labels(y)
+    k = len(labels)
+    ctx, te = C.split(yv, task, args.max_context, args.max_test)
+    Xq, yq = X.iloc[te].reset_index(drop=True), yv[te]
+    rec = {"table": name, "classes": k, "n_context": len(ctx), "n_test": len(te), "by_members": {}}
+    for n in members:
+        def predict(rows):
+            est = FEATClassifier(n_estimators=n, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+            est.fit(X.iloc[rows].reset_index(drop=True), yv[rows])
+            p = np.zeros((len(Xq), k))
+            p[:, est.classes_.astype(int)] = est.predict_proba(Xq)
+            return p
+
+        r: dict = {}
+        try:
+            t0 = time.perf_counter()
+            base = predict(ctx)
+            auc0 = C.auc_ovr(yq, base)
+            dp, mx, dauc, aucs, flips = [], [], [], [auc0], []
+            for s in range(1, args.shuffles + 1):
+                p = predict(np.random.default_rng(s).permutation(ctx))
+                d = np.abs(p - base)
+                dp.append(float(d.mean()))   # two classes: equals the mean |change of p(class 1)|
+                mx.append(float(d.max()))
+                auc = C.auc_ovr(yq, p)
+                aucs.append(auc)
+                dauc.append(abs(auc - auc0))
+                flips.append(float((p.argmax(1) != base.argmax(1)).mean()))
+            r = {"auc": auc0, "mean_abs_dp": float(np.mean(dp)), "max_abs_dp": float(np.max(mx)),
+                 "mean_abs_dauc": float(np.mean(dauc)), "max_abs_dauc": float(np.max(dauc)),
+                 "auc_sd": float(np.std(aucs)), "flip_rate": float(np.mean(flips)),
+                 "time_s": time.perf_counter() - t0}
+        except Exception as e:
+            r["error"] = f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+        rec["by_members"][n] = r
+        print(f"[robustness] {name:24s} members={n} "
+              f"{ {kk: round(v, 4) for kk, v in r.items() if isinstance(v, float)} if 'error' not in r else r['error']}",
+              flush=True)
+    return rec
+
+
+def report(recs, members, args, info, command, started, elapsed) -> tuple[list[str], dict]:
+    lines = ["## Row-order robustness", "",
+             f"Classification development tables, the quality benchmark's fixed split with the context capped at "
+             f"{args.max_context:,} rows and the test at {args.max_test:,} rows. FEAT predicts the test rows from the "
+             f"context in its given order and from {args.shuffles} random permutations of it (seeds 1..{args.shuffles}), "
+             "with the same `random_state=0` so only the row order changes. |Δp|: mean absolute change in predicted "
+             "probability over test rows and classes (for two classes, of p(class 1)), averaged over the "
+             "permutations; max |Δp| is the largest single change; |ΔAUC| is the mean absolute change of ROC-AUC "
+             "against the given order, AUC sd its standard deviation over all orders; flips: share of test rows "
+             "whose predicted class changes. 'members' is `n_estimators`; a table wider than the pretrained 24 "
+             "features always gets at least ceil(D/24) members (each on a feature subset), so there 1 means that many. "
+             f"Checkpoint {C.checkpoint_line(args.checkpoint)}.", ""]
+    head = ["table", "members", "AUC (given order)", "mean |Δp|", "max |Δp|", "mean |ΔAUC|", "max |ΔAUC|", "AUC sd",
+            "flips"]
+    rows, summary = [], {}
+    for n in members:
+        for r in recs:
+            v = r["by_members"].get(n, {})
+            if "error" in v:
+                rows.append([r["table"], n, "failed", "", "", "", "", "", ""])
+                continue
+            rows.append([r["table"], n, C.fmt(v["auc"]), C.fmt(v["mean_abs_dp"], 4), C.fmt(v["max_abs_dp"], 3),
+                         C.fmt(v["mean_abs_dauc"], 4), C.fmt(v["max_abs_dauc"], 4), C.fmt(v["auc_sd"], 4),
+                         f"{v['flip_rate']:.1%}"])
+        ok = [r["by_members"][n] for r in recs if "error" not in r["by_members"].get(n, {"error": 1})]
+        if ok:
+            summary[n] = {k: float(np.mean([v[k] for v in ok])) for k in
+                          ("auc", "mean_abs_dp", "max_abs_dp", "mean_abs_dauc", "max_abs_dauc", "auc_sd", "flip_rate", "time_s")}
+            s = summary[n]
+            rows.append([f"**mean ({len(ok)} tables)**", n, C.fmt(s["auc"]), f"**{s['mean_abs_dp']:.4f}**",
+                         C.fmt(s["max_abs_dp"], 3), f"**{s['mean_abs_dauc']:.4f}**", C.fmt(s["max_abs_dauc"], 4),
+                         C.fmt(s["auc_sd"], 4), f"{s['flip_rate']:.1%}"])
+    lines += C.markdown_table(head, rows, "lr" + "r" * 7) + [""]
+    if len(summary) >= 2:
+        a, b = sorted(summary)[:2]
+        ratio = summary[b]["mean_abs_dp"] / summary[a]["mean_abs_dp"] if summary[a]["mean_abs_dp"] > 0 else float("nan")
+        lines += [f"Averaging {b} members changes the mean |Δp| from {summary[a]['mean_abs_dp']:.4f} to "
+                  f"{summary[b]['mean_abs_dp']:.4f} ({ratio:.2f}×) and the mean |ΔAUC| from "
+                  f"{summary[a]['mean_abs_dauc']:.4f} to {summary[b]['mean_abs_dauc']:.4f}.", ""]
+    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+    return lines, summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help=f"tables {QUICK_TABLES}, 2 shuffles")
+    p.add_argument("--tables", default=None, help="comma-separated classification tables (default: all 8)")
+    p.add_argument("--max-context", type=int, default=2048)
+    p.add_argument("--max-test", type=int, default=500)
+    p.add_argument("--shuffles", type=int, default=None, help="context permutations (default 3; quick 2)")
+    p.add_argument("--members", default="1,4", help="ensemble sizes to compare (default 1 and the default 4)")
+    p.add_argument("--device", default="auto")
+    C.add_common_args(p, section="robustness")
+    args = p.parse_args(argv)
+    args.shuffles = args.shuffles or (2 if args.quick else 3)
+    members = [int(v) for v in args.members.split(",")]
+    C.quiet_warnings()
+    args.threads = C.set_threads(args.threads)
+    command, started, t0 = C.command_line("robustness.py", argv), C.now(), time.perf_counter()
+    info = C.machine()
+    tables = [(n, t) for n, t in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)
+              if t == "classification"]
+    recs = [run_table(n, members, args) for n, _ in tables]
+    body, summary = report(recs, members, args, info, command, started, time.perf_counter() - t0)
+    C.finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
+                                        "tables": recs, "summary": summary})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
