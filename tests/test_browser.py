@@ -167,6 +167,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
     acc = [m for m in metrics if m.startswith("FEAT accuracy")]
     assert acc and 0.0 <= _number(acc[0]) <= 1.0, metrics
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=60_000)
     assert sum(t[0].startswith("heatmap") for t in _plot_types(page)) == 2       # two confusion matrices
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download predictions (CSV)").click()

@@ -116,3 +116,21 @@ def test_torchrun_two_processes_step(tmp_path):
     assert st["tables_seen"] > 0
     moved = sum(float((st["model"][k] - v).abs().sum()) for k, v in fresh.state_dict().items() if v.is_floating_point())
     assert moved > 0                                       # the parameters were updated
+
+
+def test_init_from_a_shipped_checkpoint(tmp_path):
+    """A later session continues from the landed (weights-only) checkpoint and its counters."""
+    from feat_engine.checkpoint import save_checkpoint
+    from feat_engine.train.loop import Trainer
+
+    cfg = TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "run")})
+    torch.manual_seed(3)
+    src = FEAT(cfg.model)
+    save_checkpoint(tmp_path / "ship.pt", src, meta={"step": 40, "tables_seen": 1234, "train_hours": 0.5}, half=True)
+    tr = Trainer(cfg, init_from=str(tmp_path / "ship.pt"))
+    assert (tr.step, tr.tables_seen, tr.train_seconds) == (40, 1234, 1800.0)
+    for k, v in src.state_dict().items():
+        torch.testing.assert_close(tr.model.state_dict()[k], v.half().float() if v.is_floating_point() else v)
+    other = TrainConfig.from_dict({**TINY, "model": {**TINY["model"], "d_model": 16, "d_hidden": 16}, "out_dir": str(tmp_path / "o")})
+    with pytest.raises(ValueError, match="differs"):
+        Trainer(other, init_from=str(tmp_path / "ship.pt"))

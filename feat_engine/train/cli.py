@@ -1,4 +1,4 @@
-"""`feat-pretrain --config CONFIG [--resume PATH] [--hours H]` (also `python -m feat_engine.train`).
+"""`feat-pretrain --config CONFIG [--resume PATH | --init-from CKPT] [--hours H]` (also `python -m feat_engine.train`).
 
 Under `torchrun --nproc_per_node=2` it trains data-parallel with the gloo backend.
 """
@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="feat-pretrain", description="Pretrain FEAT on the hybrid SCM prior and real tables.")
     p.add_argument("--config", help="YAML or JSON TrainConfig")
     p.add_argument("--resume", help="last.pt of a run to continue exactly")
+    p.add_argument("--init-from", help="a FEAT checkpoint (e.g. assets/feat-small.pt) to continue from with a fresh optimiser")
     p.add_argument("--hours", type=float, help="stop after this many hours (checkpointing on the way)")
     p.add_argument("--out-dir", help="override the config's out_dir")
     p.add_argument("--max-steps", type=int, help="override the config's max_steps")
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     over = {k: v for k, v in (("out_dir", a.out_dir), ("max_steps", a.max_steps)) if v is not None}
     if over:
         cfg = TrainConfig.from_dict({**cfg.to_dict(), **over})
-    Trainer(cfg, resume=a.resume).fit(a.hours)
+    Trainer(cfg, resume=a.resume, init_from=a.init_from).fit(a.hours)
 
 
 if __name__ == "__main__":

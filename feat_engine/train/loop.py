@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ..checkpoint import save_checkpoint
+from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config import TrainConfig
 from ..model import FEAT
 from ..prior.batches import Batch, BatchStream
@@ -36,7 +36,7 @@ def _tensors(b: Batch):
 class Trainer:
     """One pretraining run living in `cfg.out_dir` (last.pt to resume, best.pt to ship, log.jsonl)."""
 
-    def __init__(self, cfg: TrainConfig, resume: str | None = None):
+    def __init__(self, cfg: TrainConfig, resume: str | None = None, init_from: str | None = None):
         self.cfg = cfg
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -57,6 +57,8 @@ class Trainer:
         self.best = -float("inf")
         if resume:
             self._load(resume)
+        elif init_from:
+            self._init_from(init_from)
 
     # -- checkpoints -------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -79,6 +81,16 @@ class Trainer:
         self.step, self.tables_seen = st["step"], st["tables_seen"]
         self.train_seconds, self.best = st.get("train_seconds", 0.0), st.get("best", -float("inf"))
         torch.set_rng_state(st["torch_rng"])
+
+    def _init_from(self, path: str) -> None:
+        """Start from a shipped checkpoint's weights (fresh optimiser state), continuing its
+        step, table and time counters so the data stream moves on to unseen batches."""
+        model, meta = load_checkpoint(path)
+        if model.cfg != self.cfg.model:
+            raise ValueError(f"{path}: its model config {model.cfg} differs from the run's {self.cfg.model}")
+        self.model.load_state_dict(model.state_dict())
+        self.step, self.tables_seen = int(meta.get("step", 0)), int(meta.get("tables_seen", 0))
+        self.train_seconds = float(meta.get("train_hours", 0.0)) * 3600
 
     def _meta(self, scores: dict[str, float]) -> dict[str, Any]:
         return {"name": "feat-small", "step": self.step, "tables_seen": self.tables_seen,
