@@ -13,11 +13,13 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+import feat_engine as fe
+
 Progress = Callable[[int, int, str], None]
 
 
 class EngineError(ValueError):
-    """FEAT refused the input or is not available; the message says why and what to do."""
+    """FEAT refused the input; the message says why and what to do."""
 
 
 @dataclass
@@ -25,24 +27,6 @@ class Outcome:
     value: object
     seconds: float
     warnings: list[str] = field(default_factory=list)
-
-
-def _api():
-    try:
-        import feat_engine as fe
-        fe.FEATClassifier  # noqa: B018 - fail early when the estimators are missing
-        return fe
-    except (ImportError, AttributeError) as e:
-        raise EngineError(f"the FEAT estimators are not available in this installation ({e}). "
-                          "Run `bash scripts/setup.sh` to install the engine.") from None
-
-
-def available() -> tuple[bool, str]:
-    try:
-        _api()
-        return True, ""
-    except EngineError as e:
-        return False, str(e)
 
 
 def _call(fn, *args, **kwargs) -> Outcome:
@@ -84,8 +68,6 @@ def _kwargs(params: dict, progress: Progress | None) -> dict:
 def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,
             params: dict, progress: Progress | None = None) -> Outcome:
     """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes)."""
-    fe = _api()
-
     def go():
         if task == "classification":
             est = fe.FEATClassifier(**_kwargs(params, progress)).fit(X_train, y_train)
@@ -101,7 +83,6 @@ def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, tas
 
 def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> Outcome:
     """FEATImputer().fit_transform(X). value: the filled table (same shape and dtypes)."""
-    fe = _api()
     return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))
 
 
@@ -109,8 +90,6 @@ def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
     """FEAT's relation matrix with Pearson and Spearman in the same labels and order.
     value: dict(FEAT=, Pearson=, Spearman=) of square DataFrames."""
-    fe = _api()
-
     def go():
         kw = _kwargs(params or {}, progress)
         kw = {k: v for k, v in kw.items() if k in inspect.signature(fe.relation_matrix).parameters}
