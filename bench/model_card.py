@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
         f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours) "
         "on an Intel Xeon with 2 cores (AMX, bf16 autocast), shared with other work.",
-        f"- Command: `{a.train_command}` (resumable with `--resume runs/pretrain-small/last.pt`).",
+        f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
         "- Optimiser: schedule-free AdamW, lr 1.5e-3, warmup 200 steps, clip 1.0; the shipped weights are "
         "the optimiser's averaged (eval) weights at the best evaluation.",
         f"- Prior: {json.dumps(prior)}" if prior else "- Prior: see configs/pretrain-small.yaml",
