@@ -21,7 +21,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -120,34 +119,6 @@ def measure(variant: str, n: int, args) -> dict:
     rec = json.loads(out.strip().splitlines()[-1])
     rec["wall_s"] = time.perf_counter() - t0
     return rec
-
-
-def machine() -> dict:
-    import torch
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        import psutil
-        ram = psutil.virtual_memory().total / GiB
-    except Exception:
-        ram = float("nan")
-    def git(*a):
-        try:
-            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        except Exception:
-            return ""
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no", "feat_engine", "bench"):
-        commit += " (+ uncommitted changes)"
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram, "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "python": platform.python_version(), "commit": commit,
-            "loadavg": os.getloadavg()}
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -298,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     started = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    info = machine()
+    import common
+
+    info = common.machine()
     sizes = args.sizes or ([1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000])
     results = []
     for variant in args.variants.split(","):
