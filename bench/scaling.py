@@ -190,8 +190,9 @@ def report(results: list[dict], info: dict, command: str, started: str, args) ->
         f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']:.0f} GiB RAM; torch {info['torch']} "
         f"({info['threads']} threads), Python {info['python']}",
         f"- Git commit: {info['commit']}",
-        f"- Load: the cores were shared with other jobs (1-min load average {la[0]:.1f} at the start on "
-        f"{info['cores']} cores), so absolute times are pessimistic and noisy; N = 1k is the best of 3 runs, "
+        f"- Load: 1-min load average {la[0]:.1f} at the start on {info['cores']} cores"
+        + (" (the cores were shared with other jobs, so absolute times are pessimistic and noisy)" if la[0] > 1.5 else "")
+        + "; N = 1k is the best of 3 runs, "
         "larger N a single run. Limits: attention runs stopped after "
         f"{args.time_limit:g} s, any run stopped above {args.mem_limit_gb:g} GiB RSS.",
         END,
