@@ -328,6 +328,21 @@ def now() -> str:
     return dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
+def run_benchmark(script: str, argv: list[str] | None, args, measure, report) -> int:
+    """The shared driver of a benchmark's main(): quiet warnings, set threads, record the
+    command, start time and machine, `measure()` -> records, `report(records, info, command,
+    started, seconds)` -> (markdown body, summary), then print and write the section."""
+    quiet_warnings()
+    args.threads = set_threads(args.threads)
+    command, started, t0 = command_line(script, argv), now(), time.perf_counter()
+    info = machine()
+    recs = measure()
+    body, summary = report(recs, info, command, started, time.perf_counter() - t0)
+    finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
+                                      "tables": recs, "summary": summary})
+    return 0
+
+
 def finish(name: str, body: list[str], args, payload: dict) -> None:
     """Print the section and, unless --no-write, write it and the raw results."""
     print("\n".join(body))

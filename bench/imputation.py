@@ -245,16 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.feat_members and "feat" in methods:
         i = methods.index("feat")
         methods[i:i + 1] = [f"feat:{n}" for n in args.feat_members.split(",")]
-    C.quiet_warnings()
-    args.threads = C.set_threads(args.threads)
-    command, started, t0 = C.command_line("imputation.py", argv), C.now(), time.perf_counter()
-    info = C.machine()
-    tables = C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)
-    recs = [run_table(n, methods, args) for n, _ in tables]
-    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0)
-    C.finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
-                                        "tables": recs, "summary": summary})
-    return 0
+    return C.run_benchmark('imputation.py', argv, args, lambda: [run_table(n, methods, args) for n, _ in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)],
+                           lambda recs, *rest: report(recs, methods, args, *rest))
 
 
 if __name__ == "__main__":

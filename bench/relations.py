@@ -179,15 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     args.tables = args.tables or (8 if args.quick else 40)
     args.rows = args.rows or (512 if args.quick else 1024)
     methods = args.methods.split(",") if args.methods else METHODS
-    C.quiet_warnings()
-    args.threads = C.set_threads(args.threads)
-    command, started, t0 = C.command_line("relations.py", argv), C.now(), time.perf_counter()
-    info = C.machine()
-    recs = run(args, methods)
-    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0)
-    C.finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
-                                        "tables": recs, "summary": summary})
-    return 0
+    return C.run_benchmark('relations.py', argv, args, lambda: run(args, methods),
+                           lambda recs, *rest: report(recs, methods, args, *rest))
 
 
 if __name__ == "__main__":

@@ -133,17 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.shuffles = args.shuffles or (2 if args.quick else 3)
     members = [int(v) for v in args.members.split(",")]
-    C.quiet_warnings()
-    args.threads = C.set_threads(args.threads)
-    command, started, t0 = C.command_line("robustness.py", argv), C.now(), time.perf_counter()
-    info = C.machine()
-    tables = [(n, t) for n, t in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)
-              if t == "classification"]
-    recs = [run_table(n, members, args) for n, _ in tables]
-    body, summary = report(recs, members, args, info, command, started, time.perf_counter() - t0)
-    C.finish(args.section, body, args, {"command": command, "started": started, "machine": info, "args": vars(args),
-                                        "tables": recs, "summary": summary})
-    return 0
+    tables = [n for n, t in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None) if t == "classification"]
+    return C.run_benchmark('robustness.py', argv, args, lambda: [run_table(n, members, args) for n in tables],
+                           lambda recs, *rest: report(recs, members, args, *rest))
 
 
 if __name__ == "__main__":
