@@ -21,8 +21,8 @@ from .model import FEAT
 
 Progress = Callable[[int, int, str], None]
 
-# bytes of scratch one (row x column) sequence element costs in a sample-axis mixer, per
-# embedding channel (projections, both scan directions, gates), measured loosely
+# estimated bytes of scratch one (row x column) sequence element costs in a sample-axis
+# mixer, per embedding channel (projections, both scan directions, gates); not measured
 _MIXER_BYTES_PER_ELEM = 48
 
 
