@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "A zero-shot FEAT model (paper `../shared/paper/feat-paper.tex`) pretrained here, on a 2-core CPU, "
         "on the hybrid SCM prior mixed with allowlisted real tables. It predicts from a labelled context "
-        "with no gradient steps: classification (up to 10 classes per head; more through the estimators' "
-        "class hierarchy), regression and imputation.",
+        "with no gradient steps: classification (up to 10 classes per head; the estimators answer any number "
+        "of classes one-vs-rest), regression and imputation.",
         "",
         "## Architecture",
         f"- {n_params:,} parameters; d = {cfg.d_model}, {cfg.n_blocks} dual-axis blocks with sample-axis mixers "

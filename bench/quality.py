@@ -80,7 +80,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
 
         kw = dict(n_estimators=args.n_estimators, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
         if clf:
-            est = FEATClassifier(**kw).fit(Xc, yc)
+            est = FEATClassifier(**kw, multiclass=args.multiclass).fit(Xc, yc)
             return _full_proba(est.predict_proba(Xq), est.classes_, k)
         return FEATRegressor(**kw).fit(Xc, yc).predict(Xq)
     if method == "xgboost":
@@ -231,7 +231,7 @@ def report(recs: list[dict], methods: list[str], args, info: dict, command: str,
              "preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target divided by "
              "the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over tables. "
              "FEAT tables wider than its pretrained 24 features get at least ceil(D/24) members, each on a feature "
-             "subset; more than 10 classes go through its class hierarchy (docs/design.md).", ""]
+             f"subset; multiclass tables use `multiclass=\"{args.multiclass}\"` (docs/design.md, \"Classes\").", ""]
     summary = {}
     for task in ("classification", "regression"):
         rs = [r for r in recs if r["task"] == task]
@@ -341,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-context", type=int, default=50_000)
     p.add_argument("--max-test", type=int, default=2_000)
     p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
+    p.add_argument("--multiclass", choices=["ovr", "head"], default="ovr", help="FEAT's multiclass scheme")
     p.add_argument("--tables", default=None, help="comma-separated table names (default: all 13)")
     p.add_argument("--methods", default=None, help=f"comma-separated subset of {ALL_METHODS}")
     p.add_argument("--device", default="auto", help="FEAT device")

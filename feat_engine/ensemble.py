@@ -67,6 +67,7 @@ class Member:
     seed: int                  # S-DFE draw and any member-level randomness
     rows: np.ndarray           # context row indices, in scan order (a permutation, or a subset)
     features: np.ndarray       # feature indices, in token order (a shuffle, or a subset)
+    index: int = 0             # position in the ensemble (the classifier's label rotation)
 
     def column_ids(self, model: FEAT) -> Tensor:
         return model.column_ids(1, len(self.features), seed=self.seed)
@@ -90,14 +91,14 @@ def plan_members(
     n_members = max(n_estimators, per_round)
     n_ctx = n_rows if max_context is None else min(n_rows, max_context)
     members, parts = [], []
-    for _ in range(n_members):
+    for i in range(n_members):
         if not parts:
             parts = list(np.array_split(rng.permutation(n_features), per_round))
         part = parts.pop(0)
         rest = np.setdiff1d(np.arange(n_features), part)
         feats = rng.permutation(np.concatenate([part, rng.choice(rest, width - len(part), replace=False)]))
         rows = rng.permutation(n_rows)[:n_ctx]
-        members.append(Member(int(rng.integers(2**31 - 1)), rows, feats))
+        members.append(Member(int(rng.integers(2**31 - 1)), rows, feats, i))
     return members
 
 

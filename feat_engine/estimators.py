@@ -26,7 +26,7 @@ from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model
 from .inference import run
 from .model import FEAT
 from .preprocess import (
-    ClassEncoder, FEATDataWarning, TablePreprocessor, TargetScaler, as_frame, target_rows,
+    ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, target_rows,
 )
 
 
@@ -90,11 +90,28 @@ def _target(y: Any) -> pd.Series:
 
 
 class FEATClassifier(ClassifierMixin, _FEATBase):
-    """Zero-shot classifier. Labels of any type; more than 10 classes go through a class
-    hierarchy (docs/design.md, "More than 10 classes")."""
+    """Zero-shot classifier for labels of any type and any number of classes.
+
+    multiclass: "ovr" (default) scores each of K > 2 classes with its own binary run
+    (class vs rest) and normalises the K scores; "head" reads all classes from the
+    classification head in one run (at most 10 classes). Either way each member presents the
+    classes in a rotated order, so the head's class slots are used evenly
+    (docs/design.md, "Classes: one-vs-rest and label rotation").
+    """
+
+    def __init__(
+        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        max_context: int | None = None, max_features: int | None = None,
+        checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        multiclass: str = "ovr",
+    ):
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":
         """Store the context table X and its labels y (rows with a missing label are dropped)."""
+        if self.multiclass not in ("ovr", "head"):
+            raise FEATInputError(f"multiclass must be 'ovr' or 'head', got {self.multiclass!r}")
         X, y = as_frame(X, "context"), _target(y)
         keep = target_rows(y, len(X))
         y = y.iloc[keep]
@@ -108,16 +125,25 @@ class FEATClassifier(ClassifierMixin, _FEATBase):
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
         xq = self._query(X)
         model, max_features = self._model()
-        members = self._members(len(self.context_), xq.shape[1], max_features, self.max_context)
         k, limit = len(self.classes_), model.cfg.max_classes
-        steps = StepCounter(self.progress, len(members) * _n_runs(k, limit))
+        one_run = k == 2 or self.multiclass == "head"
+        if one_run and k > limit:
+            raise FEATInputError(f"multiclass='head' reads at most {limit} classes from the head, the target has {k}; "
+                                 "use multiclass='ovr'")
+        members = self._members(len(self.context_), xq.shape[1], max_features, self.max_context)
+        steps = StepCounter(self.progress, len(members) * (1 if one_run else k))
         proba = np.zeros((len(xq), k))
-        for i, m in enumerate(members):
-            ctx = self.context_[m.rows][:, m.features]
-            proba += _hier_proba(
-                model, ctx, self.y_[m.rows], xq[:, m.features], k, m, np.random.default_rng(m.seed),
-                self.device, steps, f"member {i + 1}/{len(members)}",
-            )
+        for m in members:
+            ctx, y, q = self.context_[m.rows][:, m.features], self.y_[m.rows], xq[:, m.features]
+            label = f"member {m.index + 1}/{len(members)}"
+            if one_run:
+                proba += _rotated_proba(model, ctx, y, q, k, m, self.device, steps.callback(label))
+            else:
+                scores = np.stack([
+                    _rotated_proba(model, ctx, (y == c).astype(np.int64), q, 2, m, self.device,
+                                   steps.callback(f"{label}, class {c + 1}/{k}"))[:, 1]
+                    for c in range(k)], axis=1)
+                proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -126,41 +152,16 @@ class FEATClassifier(ClassifierMixin, _FEATBase):
         return self.encoder_.inverse_transform(np.argmax(proba, axis=1))
 
 
-def _n_runs(k: int, limit: int) -> int:
-    """Engine runs one member needs for k classes (1 + the runs of each group when k > limit)."""
-    if k <= limit:
-        return 1
-    return 1 + sum(_n_runs(len(g), limit) for g in np.array_split(np.arange(k), _n_groups(k, limit)))
-
-
-def _n_groups(k: int, limit: int) -> int:
-    return min(limit, math.ceil(k / limit))
-
-
-def _hier_proba(
-    model: FEAT, ctx: np.ndarray, y: np.ndarray, xq: np.ndarray, k: int, m: Member,
-    rng: np.random.Generator, device: str, steps: StepCounter, label: str,
+def _rotated_proba(
+    model: FEAT, ctx: np.ndarray, y: np.ndarray, xq: np.ndarray, k: int, m: Member, device: str,
+    progress: Progress | None,
 ) -> np.ndarray:
-    """P(class | query) for classes 0..k-1. Up to the head's limit: one run. Beyond it: the
-    classes are split (in random order) into ceil(k / limit) balanced groups; P(class) =
-    P(group) * P(class | group), the second factor from a run on that group's rows only."""
-    limit = model.cfg.max_classes
-    if k <= limit:
-        res = run(model, ctx, y.astype(np.float32), xq, "classification", n_classes=k,
-                  column_ids=m.column_ids(model), device=device, progress=steps.callback(label))
-        return softmax(res.logits[:, :k].astype(np.float64), axis=1)
-    groups = np.array_split(rng.permutation(k), _n_groups(k, limit))
-    group_of = np.empty(k, dtype=np.int64)
-    for g, members in enumerate(groups):
-        group_of[members] = g
-    p_group = _hier_proba(model, ctx, group_of[y], xq, len(groups), m, rng, device, steps, label)
-    proba = np.zeros((len(xq), k))
-    for g, classes in enumerate(groups):
-        rows = np.isin(y, classes)
-        local = np.searchsorted(np.sort(classes), y[rows])
-        sub = _hier_proba(model, ctx[rows], local, xq, len(classes), m, rng, device, steps, label)
-        proba[:, np.sort(classes)] = p_group[:, g:g + 1] * sub
-    return proba
+    """P(class | query) for classes 0..k-1 from one run in which class c sits in head slot
+    (c + m.index) mod k, so that across members every class visits every slot."""
+    slot = (np.arange(k) + m.index) % k
+    res = run(model, ctx, slot[y].astype(np.float32), xq, "classification", n_classes=k,
+              column_ids=m.column_ids(model), device=device, progress=progress)
+    return softmax(res.logits[:, :k].astype(np.float64), axis=1)[:, slot]
 
 
 class FEATRegressor(RegressorMixin, _FEATBase):

@@ -2,7 +2,8 @@
 wide tables, imputation, bounded memory on 200k rows, and every bad-input case.
 
 The shipped checkpoint may be untrained, so nothing here asserts accuracy of the real
-model; the class hierarchy is checked with a 1-nearest-neighbour stand-in for the engine.
+model; the one-vs-rest and label-rotation routing is checked with a 1-nearest-neighbour stand-in
+for the engine.
 """
 import subprocess
 import sys
@@ -93,18 +94,28 @@ def nearest_neighbour_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **
     return RunResult(logits=logits, pred=None, recon=None, attention=None)
 
 
-@pytest.mark.parametrize("k", [11, 30])
-def test_more_classes_than_the_head_with_an_oracle_engine(k, monkeypatch):
+@pytest.mark.parametrize("k, multiclass", [(2, "ovr"), (5, "head"), (5, "ovr"), (11, "ovr"), (30, "ovr")])
+def test_class_routing_with_an_oracle_engine(k, multiclass, monkeypatch):
     monkeypatch.setattr(est_mod, "run", nearest_neighbour_run)
     rng = np.random.default_rng(k)
     centres = rng.normal(scale=10, size=(k, 3))
     y = np.repeat(np.arange(k), 4)
     X = centres[y] + rng.normal(scale=0.1, size=(len(y), 3))
     labels = np.array([f"class{c:02d}" for c in y])
-    clf = FEATClassifier(n_estimators=2).fit(X, labels)
+    clf = FEATClassifier(n_estimators=3, multiclass=multiclass).fit(X, labels)
     p = clf.predict_proba(X)
     assert p.shape == (len(y), k) and np.allclose(p.sum(1), 1)
-    np.testing.assert_array_equal(clf.predict(X), labels)      # the hierarchy routes every class correctly
+    # every member rotates the labels differently; each must map its slots back to the right class
+    np.testing.assert_array_equal(clf.predict(X), labels)
+    assert (p.max(1) > 0.99).all()
+
+
+def test_multiclass_option_is_checked():
+    X, y = np.random.default_rng(0).normal(size=(33, 2)), np.arange(33) % 11
+    with pytest.raises(ValueError, match="multiclass must be"):
+        FEATClassifier(multiclass="ecoc").fit(X, y)
+    with pytest.raises(ValueError, match="at most 10 classes"):
+        FEATClassifier(multiclass="head").fit(X, y).predict_proba(X)
 
 
 @pytest.mark.parametrize("k", [11, 30])
