@@ -1,19 +1,26 @@
-"""Scaling benchmark: forward time and peak RSS of FEAT versus N, with a full-attention contrast.
+"""Scaling benchmark: time and peak RSS versus rows N, for FEAT and what users would pick instead.
 
-For each N (total rows; half context, half query) at D=10, a fresh subprocess builds the
-model at the shipped size (ModelConfig() defaults, random weights), then times one
-`feat_engine.inference.run` call: the context pass plus the prediction of every query row
-(classification, 2 classes). Each N runs in its own process, so the peak RSS
-(ru_maxrss of that process) is honest. The same is done for a same-size model whose sample
-axis is full softmax attention (bench/attention_baseline.py); a run that passes the time or
-memory limit is stopped and reported as such.
+Two tables, every measurement in a fresh subprocess (so its peak RSS is honest), D = 10 and half
+of the N rows context, half query:
 
-    python bench/scaling.py            # N = 1k, 10k, 100k, 1M
+* **Forward** (issue 2): one `feat_engine.inference.run` call (context pass + prediction of every
+  query row) at the shipped model size with random weights, against the same network with full
+  softmax attention on the sample axis (bench/attention_baseline.py).
+* **End to end** (issue 6): fit + predict of `FEATClassifier` on the shipped checkpoint, of
+  TabICL v2's architecture (`tabicl.TabICLClassifier` with random weights, loaded from a local
+  file: the speed is that of trained weights) and of LightGBM at its defaults. FEAT and TabICL
+  both run one ensemble member (their cost is linear in members).
+
+A run that passes its time or memory limit is stopped and reported as such; larger N of that
+method are then skipped.
+
+    python bench/scaling.py            # both tables, N up to 1M
     python bench/scaling.py --quick    # N up to 100k
-    python bench/scaling.py --bf16     # bf16 autocast
+    python bench/scaling.py --bf16     # bf16 autocast for FEAT
 
 Writes the "Scaling" section of docs/benchmarks.md (between <!-- scaling:start --> and
-<!-- scaling:end -->; the rest of the file is kept) and a log-log plot at docs/scaling.png.
+<!-- scaling:end -->; the rest of the file is kept) and log-log plots at docs/scaling.png and
+docs/scaling-e2e.png.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 PNG = ROOT / "docs" / "scaling.png"
+PNG_E2E = ROOT / "docs" / "scaling-e2e.png"
 START, END = "<!-- scaling:start -->", "<!-- scaling:end -->"
 D = 10
 GiB = 1024 ** 3
@@ -43,7 +51,24 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
+FORWARD = ("feat", "attention")          # one engine call, random weights
+END_TO_END = ("feat_e2e", "tabicl", "lightgbm")   # fit + predict of an estimator
+LABELS = {"feat": "FEAT (AFBM + Conv-GLA)", "attention": "full softmax attention",
+          "feat_e2e": "FEATClassifier", "tabicl": "TabICL v2 architecture", "lightgbm": "LightGBM"}
+
+
+def _table(n: int, seed: int):
+    """N rows of D standard normal features; the label of the first N/2 (context) rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, D), dtype=np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+    return x, y, n // 2
+
+
+def _forward(variant: str, n: int, bf16: bool, seed: int):
+    """(timed call, parameter count) for one engine forward at the shipped size, random weights."""
     import numpy as np
     import torch
 
@@ -58,26 +83,75 @@ def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from attention_baseline import attention_feat
         model = attention_feat(cfg).eval()
-    n_params = sum(p.numel() for p in model.parameters())
     icfg = InferenceConfig(autocast_bf16=bf16)
-
-    rng = np.random.default_rng(seed)
-    n_ctx = n // 2
-    x = rng.standard_normal((n, D), dtype=np.float32)
-    y = (x[:n_ctx, 0] + 0.5 * x[:n_ctx, 1] > 0).astype(np.float32)
-
+    x, y, n_ctx = _table(n, seed)
+    y = y[:n_ctx].astype(np.float32)
     # warm-up on a small table (kernel selection, allocator), not timed
     run(model, x[:256], y[:256], x[n_ctx:n_ctx + 256], "classification", 2, cfg=icfg, device="cpu")
+
+    def call():
+        res = run(model, x[:n_ctx], y, x[n_ctx:], "classification", 2, cfg=icfg, device="cpu")
+        assert res.logits.shape == (n - n_ctx, cfg.max_classes) and np.isfinite(res.logits[:, :2]).all()
+    return call, sum(p.numel() for p in model.parameters())
+
+
+def _tabicl_checkpoint(seed: int) -> tuple[Path, int]:
+    """A local checkpoint of TabICL's default architecture with random weights (no download),
+    and its parameter count."""
+    import tempfile
+
+    import torch
+    from tabicl._model.tabicl import TabICL
+
+    torch.manual_seed(seed)
+    path = Path(tempfile.mkdtemp()) / "tabicl-random.ckpt"
+    model = TabICL()
+    torch.save({"config": {}, "state_dict": model.state_dict()}, path)
+    return path, sum(p.numel() for p in model.parameters())
+
+
+def _end_to_end(variant: str, n: int, bf16: bool, seed: int):
+    """(timed fit + predict, parameter count) of one estimator on the N-row table."""
+    import numpy as np
+
+    x, y, n_ctx = _table(n, seed)
+    if variant == "feat_e2e":
+        from feat_engine import FEATClassifier, load_model
+        est = FEATClassifier(n_estimators=1, random_state=seed, device="cpu")
+        params = sum(p.numel() for p in load_model().parameters())
+        if bf16:
+            raise SystemExit("--bf16 applies to the forward table only")
+    elif variant == "tabicl":
+        from tabicl import TabICLClassifier
+        path, params = _tabicl_checkpoint(seed)
+        est = TabICLClassifier(n_estimators=1, model_path=path, allow_auto_download=False,
+                               device="cpu", random_state=seed, verbose=False)
+    else:
+        import lightgbm as lgb
+        est, params = lgb.LGBMClassifier(n_jobs=os.cpu_count(), random_state=seed, verbose=-1), 0
+    est.fit(x[:200], y[:200]).predict_proba(x[200:300])     # warm-up (imports, model load), not timed
+
+    def call():
+        proba = est.fit(x[:n_ctx], y[:n_ctx]).predict_proba(x[n_ctx:])
+        assert proba.shape == (n - n_ctx, 2) and np.isfinite(proba).all()
+    return call, params
+
+
+def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
+    import torch
+
+    make = _forward if variant in FORWARD else _end_to_end
+    call, params = make(variant, n, bf16, seed)
     base_rss = _rss_bytes()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        res = run(model, x[:n_ctx], y, x[n_ctx:], "classification", 2, cfg=icfg, device="cpu")
+        call()
         times.append(time.perf_counter() - t0)
-    assert res.logits.shape == (n - n_ctx, cfg.max_classes) and np.isfinite(res.logits[:, :2]).all()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # Linux: KiB
-    return {"variant": variant, "n": n, "n_ctx": n_ctx, "d": D, "bf16": bf16, "time_s": min(times),
-            "times_s": times, "peak_rss_bytes": peak, "base_rss_bytes": base_rss, "params": n_params,
+    return {"variant": variant, "n": n, "n_ctx": n // 2, "d": D, "bf16": bf16, "time_s": min(times),
+            "times_s": times, "peak_rss_bytes": peak, "base_rss_bytes": base_rss,
+            "params": params,
             "threads": torch.get_num_threads(), "status": "ok"}
 
 
@@ -89,7 +163,7 @@ def measure(variant: str, n: int, args) -> dict:
     repeats = 3 if n <= 1_000 else 1
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "--n", str(n),
            "--repeats", str(repeats), "--seed", str(args.seed)] + (["--bf16"] if args.bf16 else [])
-    limit_s = args.time_limit if variant == "attention" else args.feat_time_limit
+    limit_s = args.time_limit if variant in ("attention", "tabicl") else args.feat_time_limit
     limit_b = args.mem_limit_gb * GiB
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -135,56 +209,90 @@ def _cell_mem(r):
     return f"{r['peak_rss_bytes'] / GiB:.2f}" if r.get("status") == "ok" else "—"
 
 
-def report(results: list[dict], info: dict, command: str, started: str, args) -> str:
-    by = {(r["variant"], r["n"]): r for r in results}
-    sizes = sorted({r["n"] for r in results})
-    params = next((r["params"] for r in results if r.get("params")), 0)
+def _not_finished(results: list[dict]) -> list[str]:
+    return [f"- {LABELS[r['variant']]} at N = {r['n']:,}: {r['status']}"
+            + (f" (RSS {r['peak_rss_bytes'] / GiB:.1f} GiB when stopped)" if r.get("peak_rss_bytes") else "")
+            for r in results if r.get("status") != "ok"]
+
+
+def _ratio(a: dict, b: dict) -> str:
+    ok = a.get("status") == "ok" and b.get("status") == "ok"
+    return f"{a['time_s'] / b['time_s']:.2f}" if ok else "—"
+
+
+def _forward_lines(results: list[dict], by: dict, args) -> list[str]:
+    sizes = sorted({r["n"] for r in results if r["variant"] in FORWARD})
+    params = next((r["params"] for r in results if r["variant"] == "feat" and r.get("params")), 0)
     lines = [
-        START,
-        "## Scaling",
+        "### Forward pass (issue 2)",
         "",
-        f"Forward time (context pass + prediction of every query row through `feat_engine.inference.run`) and "
-        f"peak RSS of a fresh process per N, at D = {D}, half of the N rows context and half query, random weights "
-        f"at the shipped model size (`ModelConfig()`, {params:,} parameters), "
-        f"default `InferenceConfig`{' with bf16 autocast' if args.bf16 else ' (fp32)'}. "
-        "The contrast model is the same network with each sample-axis mixer replaced by full softmax attention "
-        "(context rows attend to context rows, queries to the context; `bench/attention_baseline.py`, "
-        "PyTorch SDPA, i.e. flash-style kernels with O(N) memory and O(N²) time).",
+        f"One `feat_engine.inference.run` call (context pass + prediction of every query row), random weights at the "
+        f"shipped model size (`ModelConfig()`, {params:,} parameters), default `InferenceConfig`"
+        f"{' with bf16 autocast' if args.bf16 else ' (fp32)'}. The contrast model is the same network with each "
+        "sample-axis mixer replaced by full softmax attention (context rows attend to context rows, queries to the "
+        "context; `bench/attention_baseline.py`, PyTorch SDPA: O(N) memory, O(N²) time).",
         "",
         "| N (rows) | context | FEAT time (s) | FEAT peak RSS (GiB) | attention time (s) | attention peak RSS (GiB) |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
-    notes = []
     for n in sizes:
         f, a = by.get(("feat", n), {}), by.get(("attention", n), {})
         lines.append(f"| {n:,} | {n // 2:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(a)} | {_cell_mem(a)} |")
-        for r in (f, a):
-            if r and r.get("status") != "ok":
-                notes.append(f"- {r['variant']} at N = {n:,}: {r['status']}"
-                             + (f" (RSS {r['peak_rss_bytes'] / GiB:.1f} GiB when stopped)" if r.get("peak_rss_bytes") else ""))
     lines.append("")
-    if notes:
-        lines += ["Runs that did not finish:", "", *notes, ""]
     ok = {n: by[("feat", n)] for n in sizes if by.get(("feat", n), {}).get("status") == "ok"}
-    big = [n for n in (100_000, 1_000_000) if n in ok]
-    if len(big) == 2:
+    if 100_000 in ok and 1_000_000 in ok:
         t_ratio = ok[1_000_000]["time_s"] / ok[100_000]["time_s"]
         m_ratio = ok[1_000_000]["peak_rss_bytes"] / ok[100_000]["peak_rss_bytes"]
-        inc = [(ok[n]["peak_rss_bytes"] - ok[sizes[0]]["peak_rss_bytes"]) for n in big]
-        lines.append(f"**Target** time(1M)/time(100k) ≤ 11: measured **{t_ratio:.1f}** "
-                     f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M "
-                     f"({inc[1] / max(inc[0], 1):.1f}× above the {_fmt_n(sizes[0])}-row process).")
-        lines.append("")
+        inc = [ok[n]["peak_rss_bytes"] - ok[sizes[0]]["peak_rss_bytes"] for n in (100_000, 1_000_000)]
+        lines += [f"**Target** time(1M)/time(100k) ≤ 11: measured **{t_ratio:.1f}** "
+                  f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M "
+                  f"({inc[1] / max(inc[0], 1):.1f}× above the {_fmt_n(sizes[0])}-row process).", ""]
     elif len(ok) >= 2:
-        ns = sorted(ok)
-        lo, hi = ns[-2], ns[-1]
-        lines.append(f"time({_fmt_n(hi)})/time({_fmt_n(lo)}) = {ok[hi]['time_s'] / ok[lo]['time_s']:.1f} "
-                     f"for {hi / lo:.0f}× the rows; peak RSS ratio {ok[hi]['peak_rss_bytes'] / ok[lo]['peak_rss_bytes']:.1f}.")
-        lines.append("")
+        lo, hi = sorted(ok)[-2:]
+        lines += [f"time({_fmt_n(hi)})/time({_fmt_n(lo)}) = {ok[hi]['time_s'] / ok[lo]['time_s']:.1f} "
+                  f"for {hi / lo:.0f}× the rows; peak RSS ratio {ok[hi]['peak_rss_bytes'] / ok[lo]['peak_rss_bytes']:.1f}.", ""]
+    return lines + ["![FEAT vs full attention, log-log](scaling.png)", ""]
+
+
+def _e2e_lines(results: list[dict], by: dict) -> list[str]:
+    sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
+    params = {v: next((r["params"] for r in results if r["variant"] == v and r.get("params")), 0) for v in END_TO_END}
+    lines = [
+        "### End to end: fit + predict (issue 6)",
+        "",
+        f"`FEATClassifier(n_estimators=1)` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
+        f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
+        f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
+        "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "
+        "linear binary label, the first half context (training rows), the second half predicted. "
+        "A ratio above 1 means FEAT is slower.",
+        "",
+        "| N (rows) | FEAT (s) | FEAT RSS (GiB) | TabICL (s) | TabICL RSS (GiB) | LightGBM (s) | LightGBM RSS (GiB) "
+        "| FEAT/TabICL | FEAT/LightGBM |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in sizes:
+        f, t, g = (by.get((v, n), {}) for v in END_TO_END)
+        lines.append(f"| {n:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(t)} | {_cell_mem(t)} | "
+                     f"{_cell_time(g)} | {_cell_mem(g)} | {_ratio(f, t)} | {_ratio(f, g)} |")
+    return lines + ["", "![end-to-end fit + predict, log-log](scaling-e2e.png)", ""]
+
+
+def report(results: list[dict], info: dict, command: str, started: str, args) -> str:
+    by = {(r["variant"], r["n"]): r for r in results}
+    variants = {r["variant"] for r in results}
+    lines = [START, "## Scaling", "",
+             f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the N rows context "
+             "(training rows) and half query.", ""]
+    if variants & set(FORWARD):
+        lines += _forward_lines(results, by, args)
+    if variants & set(END_TO_END):
+        lines += _e2e_lines(results, by)
+    notes = _not_finished(results)
+    if notes:
+        lines += ["Runs that did not finish:", "", *notes, ""]
     la = info["loadavg"]
     lines += [
-        "![FEAT vs full attention, log-log](scaling.png)",
-        "",
         f"- Command: `{command}`",
         f"- Date: {started}",
         f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']:.0f} GiB RAM; torch {info['torch']} "
@@ -192,8 +300,7 @@ def report(results: list[dict], info: dict, command: str, started: str, args) ->
         f"- Git commit: {info['commit']}",
         f"- Load: 1-min load average {la[0]:.1f} at the start on {info['cores']} cores"
         + (" (the cores were shared with other jobs, so absolute times are pessimistic and noisy)" if la[0] > 1.5 else "")
-        + "; N = 1k is the best of 3 runs, "
-        "larger N a single run. Limits: attention runs stopped after "
+        + "; N = 1k is the best of 3 runs, larger N a single run. Limits: attention and TabICL runs stopped after "
         f"{args.time_limit:g} s, any run stopped above {args.mem_limit_gb:g} GiB RSS.",
         END,
     ]
@@ -212,54 +319,56 @@ def write_doc(section: str) -> None:
     DOC.write_text(text)
 
 
-def plot(results: list[dict], path: Path, bf16: bool) -> None:
+def plot(results: list[dict], variants: tuple[str, ...], path: Path, title: str, xlabel: str) -> None:
+    """Log-log time and peak RSS against N for `variants`, with a slope-1 guide from the first one."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
-    for variant, label, style in (("feat", "FEAT (AFBM + Conv-GLA)", "o-"), ("attention", "full softmax attention", "s--")):
+    for variant, style in zip(variants, ("o-", "s--", "^-.")):
         rs = sorted((r for r in results if r["variant"] == variant and r.get("status") == "ok"), key=lambda r: r["n"])
         if rs:
             ns = [r["n"] for r in rs]
-            ax_t.plot(ns, [r["time_s"] for r in rs], style, label=label)
-            ax_m.plot(ns, [r["peak_rss_bytes"] / GiB for r in rs], style, label=label)
-        stopped = [r for r in results if r["variant"] == variant and r.get("status", "ok") != "ok"]
-        for r in stopped:
-            ax_t.annotate("stopped", (r["n"], ax_t.get_ylim()[1] if rs else 1), fontsize=8)
-    feat = sorted((r for r in results if r["variant"] == "feat" and r.get("status") == "ok"), key=lambda r: r["n"])
-    if feat:
-        n0, t0 = feat[0]["n"], feat[0]["time_s"]
-        xs = [n0, max(r["n"] for r in results)]
+            ax_t.plot(ns, [r["time_s"] for r in rs], style, label=LABELS[variant])
+            ax_m.plot(ns, [r["peak_rss_bytes"] / GiB for r in rs], style, label=LABELS[variant])
+    first = sorted((r for r in results if r["variant"] == variants[0] and r.get("status") == "ok"), key=lambda r: r["n"])
+    if first:
+        n0, t0 = first[0]["n"], first[0]["time_s"]
+        xs = [n0, max(r["n"] for r in results if r["variant"] in variants)]
         ax_t.plot(xs, [t0, t0 * xs[1] / n0], ":", color="gray", label="linear (slope 1)")
-    for ax, yl in ((ax_t, "forward time (s)"), (ax_m, "peak RSS (GiB)")):
+    for ax, yl in ((ax_t, "time (s)"), (ax_m, "peak RSS (GiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("rows N (half context, half query), D = 10")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(yl)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"FEAT scaling on CPU ({'bf16' if bf16 else 'fp32'}, shipped model size, random weights)")
+    fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+FORWARD_SIZES = [1_000, 10_000, 100_000, 1_000_000]
+E2E_SIZES = [1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N up to 100k")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (forward table)")
     p.add_argument("--sizes", type=lambda s: [int(float(v)) for v in s.split(",")], default=None,
-                   help="comma-separated N values (overrides --quick)")
-    p.add_argument("--variants", default="feat,attention")
-    p.add_argument("--time-limit", type=float, default=600.0, help="seconds before an attention run is stopped")
-    p.add_argument("--feat-time-limit", type=float, default=7200.0, help="seconds before a FEAT run is stopped")
+                   help="comma-separated N values for every method (overrides --quick)")
+    p.add_argument("--variants", default=",".join(FORWARD + END_TO_END), help=f"any of {', '.join(LABELS)}")
+    p.add_argument("--time-limit", type=float, default=600.0, help="seconds before an attention or TabICL run is stopped")
+    p.add_argument("--feat-time-limit", type=float, default=7200.0, help="seconds before any other run is stopped")
     p.add_argument("--mem-limit-gb", type=float, default=16.0, help="RSS (GiB) at which any run is stopped")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ untouched")
     p.add_argument("--log", default=None, help="append each result as a JSON line to this file")
-    p.add_argument("--child", choices=["feat", "attention"], help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=list(LABELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--repeats", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -273,9 +382,15 @@ def main(argv: list[str] | None = None) -> int:
     import common
 
     info = common.machine()
-    sizes = args.sizes or ([1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000])
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in LABELS]
+    if unknown:
+        p.error(f"unknown variants {unknown}; choose from {', '.join(LABELS)}")
     results = []
-    for variant in args.variants.split(","):
+    for variant in variants:
+        sizes = args.sizes or (FORWARD_SIZES if variant in FORWARD else E2E_SIZES)
+        if args.quick and not args.sizes:
+            sizes = [n for n in sizes if n <= 100_000]
         stopped = False
         for n in sizes:
             if stopped:      # a smaller N already passed a limit: a larger one would too
@@ -297,8 +412,13 @@ def main(argv: list[str] | None = None) -> int:
     print(section)
     if not args.no_write:
         write_doc(section)
-        plot(results, PNG, args.bf16)
-        print(f"[scaling] wrote {DOC.relative_to(ROOT)} and {PNG.relative_to(ROOT)}")
+        if set(variants) & set(FORWARD):
+            plot(results, FORWARD, PNG, f"FEAT forward on CPU ({'bf16' if args.bf16 else 'fp32'}, shipped size, "
+                 "random weights)", f"rows N (half context, half query), D = {D}")
+        if set(variants) & set(END_TO_END):
+            plot(results, END_TO_END, PNG_E2E, "fit + predict on CPU (one ensemble member)",
+                 f"rows N (half training, half predicted), D = {D}")
+        print(f"[scaling] wrote {DOC.relative_to(ROOT)} and the plots in docs/")
     return 0
 
 
