@@ -118,6 +118,10 @@ class FEATClassifier(ClassifierMixin, _FEATBase):
         self._fit_features(X.iloc[keep])
         self.encoder_ = ClassEncoder().fit(y)
         self.classes_ = self.encoder_.classes_
+        limit = self._model()[0].cfg.max_classes
+        if self.multiclass == "head" and len(self.classes_) > limit:
+            raise FEATInputError(f"multiclass='head' reads at most {limit} classes from the head, the target has "
+                                 f"{len(self.classes_)}; use multiclass='ovr'")
         self.y_ = self.encoder_.transform(y)
         return self
 
@@ -125,23 +129,20 @@ class FEATClassifier(ClassifierMixin, _FEATBase):
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
         xq = self._query(X)
         model, max_features = self._model()
-        k, limit = len(self.classes_), model.cfg.max_classes
+        k = len(self.classes_)
         one_run = k == 2 or self.multiclass == "head"
-        if one_run and k > limit:
-            raise FEATInputError(f"multiclass='head' reads at most {limit} classes from the head, the target has {k}; "
-                                 "use multiclass='ovr'")
         members = self._members(len(self.context_), xq.shape[1], max_features, self.max_context)
         steps = StepCounter(self.progress, len(members) * (1 if one_run else k))
         proba = np.zeros((len(xq), k))
         for m in members:
             ctx, y, q = self.context_[m.rows][:, m.features], self.y_[m.rows], xq[:, m.features]
-            label = f"member {m.index + 1}/{len(members)}"
+            name = f"member {m.index + 1}/{len(members)}"
             if one_run:
-                proba += _rotated_proba(model, ctx, y, q, k, m, self.device, steps.callback(label))
+                proba += _rotated_proba(model, ctx, y, q, k, m, self.device, steps.callback(name))
             else:
                 scores = np.stack([
                     _rotated_proba(model, ctx, (y == c).astype(np.int64), q, 2, m, self.device,
-                                   steps.callback(f"{label}, class {c + 1}/{k}"))[:, 1]
+                                   steps.callback(f"{name}, class {c + 1}/{k}"))[:, 1]
                     for c in range(k)], axis=1)
                 proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
