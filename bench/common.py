@@ -213,12 +213,8 @@ def machine() -> dict:
     to feat_engine/ or bench/) and the load average, as bench/scaling.py records them."""
     import torch
 
-    cpu = platform.processor() or "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    from feat_engine.inference import cpu_name
+
     try:
         import psutil
         ram = psutil.virtual_memory().total / GiB
@@ -227,7 +223,7 @@ def machine() -> dict:
     commit = _git("rev-parse", "--short", "HEAD") or "unknown"
     if _git("status", "--porcelain", "--untracked-files=all", "feat_engine", "bench"):
         commit += " (+ uncommitted changes)"
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram, "torch": torch.__version__,
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "ram_gib": ram, "torch": torch.__version__,
             "threads": torch.get_num_threads(), "python": platform.python_version(), "commit": commit,
             "loadavg": os.getloadavg()}
 

@@ -29,6 +29,22 @@ def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def stages(log: list[dict]) -> list[str]:
+    """One line per training stage, from the log's start events (and a line for the steps before it, if any)."""
+    starts = [r for r in log if r.get("event") == "start"]
+    lines = []
+    if starts and starts[0]["step"] > 0:
+        lines.append(f"steps 0-{starts[0]['step']:,}: an earlier run whose log is not part of this one "
+                     "(its card and curve are in the git history of assets/)")
+    for i, r in enumerate(starts):
+        end = starts[i + 1]["step"] if i + 1 < len(starts) else max(x.get("step", 0) for x in log)
+        prior = r.get("prior", {})
+        lines.append(f"steps {r['step']:,}-{end:,}: {r['cpu']}, {r['threads']} threads x {r['world']} process(es), "
+                     f"{r['precision']}; tables up to {prior.get('max_rows')} rows, real-table share "
+                     f"{prior.get('p_real')}, additive-teacher share {prior.get('p_additive', 0.0)}")
+    return lines
+
+
 def plot_curve(log: list[dict], out: Path) -> None:
     """Training loss terms and the real-table evaluation against tables seen."""
     train = [r for r in log if r.get("event") == "train"]
@@ -63,7 +79,7 @@ def _table(rows: list[list[str]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default=str(ROOT / "assets" / "feat-small.pt"))
-    p.add_argument("--log", required=True)
+    p.add_argument("--log", required=True, action="append", help="the run's log.jsonl; repeat for later stages, in order")
     p.add_argument("--bar", help="JSON summary written by bench/quality.py for the issue-3 bar")
     p.add_argument("--bar-command", default="")
     p.add_argument("--train-command", default="feat-pretrain --config configs/pretrain-small.yaml --hours H")
@@ -73,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     blob = read_checkpoint(a.checkpoint)
     meta, cfg = blob["meta"], ModelConfig.from_dict(blob["config"])
     n_params = sum(t.numel() for t in FEAT(cfg).state_dict().values())
-    log = read_log(Path(a.log))
+    log = [r for path in a.log for r in read_log(Path(path))]
     curve = Path(a.out).with_name("training-curve.png")
     plot_curve(log, curve)
     scores = meta.get("scores", {})
@@ -97,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         "## Training",
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
         f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours) "
-        "on an Intel Xeon with 2 cores (AMX, bf16 autocast), shared with other work.",
+        "on 2-core CPUs, shared with other work:",
+        *[f"  - {line}" for line in stages(log)],
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
         "- Optimiser: schedule-free AdamW, lr 1.5e-3, warmup 200 steps, clip 1.0; the shipped weights are "
         "the optimiser's averaged (eval) weights at the best evaluation.",

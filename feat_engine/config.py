@@ -69,6 +69,7 @@ class PriorConfig:
     p_binary: float = 0.5
     p_categorical_table: float = 0.3
     p_missing_table: float = 0.5
+    p_additive: float = 0.0       # share of tables with an additive (GAM) teacher over the observed features
     max_missing_rate: float = 0.3
     mask_rate: tuple[float, float] = (0.05, 0.2)   # reconstruction masks on query rows
     p_impute_only: float = 0.1                      # batches where all rows are context and unlabelled
@@ -95,7 +96,7 @@ class TrainConfig:
     warmup_steps: int = 200
     clip: float = 1.0
     huber_delta: float = 1.0
-    bf16: bool = True
+    bf16: bool = True              # bf16 autocast, where the CPU multiplies bf16 natively (else fp32)
     seed: int = 0
     workers: int = 1
     checkpoint_minutes: float = 5.0

@@ -9,7 +9,9 @@ query's output does not depend on the chunking (see docs/design.md).
 from __future__ import annotations
 
 import contextlib
+import platform
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -39,6 +41,21 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16). Elsewhere (AVX2 only)
+    bf16 autocast is emulated: 0.7 vs 59 GFLOP/s fp32 for a 4096x1024x1024 matmul on an AMD EPYC."""
+    return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
 
 
 def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2.0e9) -> int:

@@ -7,7 +7,7 @@ import pytest
 from feat_engine.config import PriorConfig
 from feat_engine.prior import real
 from feat_engine.prior.batches import make_batch, standardise
-from feat_engine.prior.scm import kumaraswamy_warp, prototype_roots, sample_scm, scale_free_dag
+from feat_engine.prior.scm import _additive_teacher, kumaraswamy_warp, prototype_roots, sample_scm, scale_free_dag
 
 
 def test_dag_is_acyclic_and_has_hubs():
@@ -47,6 +47,26 @@ def test_scm_table(task, k):
     # p_categorical=1: at least one column of small non-negative integer codes
     whole = [np.all(np.mod(c[np.isfinite(c)], 1) == 0) and np.nanmin(c) >= 0 for c in t.X.T]
     assert any(whole)
+
+
+def test_additive_teacher_has_no_interactions():
+    # on a grid of (a, b) pairs, f(a, b) - f(a', b) - f(a, b') + f(a', b') = 0 for a sum of 1-D maps
+    rng = np.random.default_rng(5)
+    a, b = np.meshgrid(np.linspace(-2, 2, 7), np.linspace(-2, 2, 7), indexing="ij")
+    X = np.stack([a.ravel(), b.ravel()], 1)
+    for _ in range(20):
+        f = _additive_teacher(X, 3, rng).reshape(7, 7, 3)
+        mixed = f[1:, 1:] - f[:-1, 1:] - f[1:, :-1] + f[:-1, :-1]
+        assert np.abs(mixed).max() < 1e-9 * max(1.0, np.abs(f).max())
+        assert np.ptp(f) > 0
+
+
+def test_additive_share_is_off_by_default_and_changes_tables_when_on():
+    base = sample_scm(np.random.default_rng(4), 200, 6, "regression")
+    same = sample_scm(np.random.default_rng(4), 200, 6, "regression", p_additive=0.0)
+    gam = sample_scm(np.random.default_rng(4), 200, 6, "regression", p_additive=1.0)
+    assert np.array_equal(base.y, same.y) and np.array_equal(base.X, same.X, equal_nan=True)
+    assert not np.allclose(base.y, gam.y) and np.isfinite(gam.y).all()
 
 
 def test_standardise_uses_context_statistics_only():

@@ -134,3 +134,27 @@ def test_init_from_a_shipped_checkpoint(tmp_path):
     other = TrainConfig.from_dict({**TINY, "model": {**TINY["model"], "d_model": 16, "d_hidden": 16}, "out_dir": str(tmp_path / "o")})
     with pytest.raises(ValueError, match="differs"):
         Trainer(other, init_from=str(tmp_path / "ship.pt"))
+
+
+def test_set_overrides_reach_the_config_and_reject_unknown_keys(tmp_path):
+    from feat_engine.train.cli import apply_overrides, load_config
+
+    cfg = load_config(str(_config(tmp_path, "run")))
+    over = apply_overrides(cfg, ["prior.p_real=0.6", "prior.max_rows=1024", "threads=2", "out_dir=runs/x"])
+    assert (over.prior.p_real, over.prior.max_rows, over.threads, over.out_dir) == (0.6, 1024, 2, "runs/x")
+    assert over.model == cfg.model and over.prior.min_rows == cfg.prior.min_rows
+    for bad in ("prior.no_such_field=1", "no_section.p_real=1", "threads"):
+        with pytest.raises(ValueError, match="--set"):
+            apply_overrides(cfg, [bad])
+
+
+def test_bf16_falls_back_to_fp32_with_a_warning_without_native_bf16(tmp_path, monkeypatch):
+    from feat_engine.train import loop
+
+    cfg = TrainConfig.from_dict({**TINY, "bf16": True, "out_dir": str(tmp_path / "run")})
+    monkeypatch.setattr(loop, "native_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="fp32"):
+        assert loop.Trainer(cfg).bf16 is False
+    monkeypatch.setattr(loop, "native_bf16", lambda: True)
+    assert loop.Trainer(cfg).bf16 is True
+    assert loop.Trainer(TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "off")})).bf16 is False

@@ -93,7 +93,7 @@ def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int):
         X, y = t.X, t.y
     else:
         t = sample_scm(rng, n, d, task, _n_classes(rng, cfg), cfg.p_categorical_table,
-                       cfg.p_missing_table, cfg.max_missing_rate)
+                       cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive)
         X, y = t.X, t.y
     perm = rng.permutation(n)
     X, y = X[perm][:, rng.permutation(d)], y[perm]

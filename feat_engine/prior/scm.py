@@ -8,6 +8,10 @@
           with a random SNR: nominal classes from its logits, quantile classes, or a
           continuous value; continuous marginals warped by Kumaraswamy CDFs
 
+Beyond the paper: with probability p_additive the teacher is instead additive in the
+observed features (a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), the
+dense near-linear dependence real tables are full of and the sparse teacher rarely draws.
+
 Beyond the paper: categorical columns (integer codes in random order, as the
 preprocessing presents them at inference), missing values (MCAR, MAR, MNAR),
 constant and duplicated columns. Every table is permuted over rows, features and
@@ -121,6 +125,16 @@ def _teacher(Z: np.ndarray, n_out: int, rng: np.random.Generator) -> np.ndarray:
     return hidden @ rng.normal(0, 1, size=(h, n_out))
 
 
+def _additive_teacher(X_obs: np.ndarray, n_out: int, rng: np.random.Generator) -> np.ndarray:
+    """GAM teacher: sum_j w_j g_j(x_j) over a random subset of the observed features, each g_j
+    the identity or a random smooth 1-D map; feature importances spread log-normally."""
+    use = rng.choice(X_obs.shape[1], size=int(rng.integers(1, X_obs.shape[1] + 1)), replace=False)
+    G = np.stack([X_obs[:, j] if rng.uniform() < 0.5 else _standardise(_mechanism(X_obs[:, [j]], "mlp", rng))
+                  for j in use], 1)
+    w = rng.normal(size=(len(use), n_out)) * np.exp(rng.normal(0.0, 0.75, size=(len(use), 1)))
+    return G @ w
+
+
 def _missing(X: np.ndarray, rng: np.random.Generator, max_rate: float) -> None:
     """MCAR everywhere, plus MAR (depends on another column) or MNAR (on the value itself) columns."""
     n, d = X.shape
@@ -136,6 +150,7 @@ def _missing(X: np.ndarray, rng: np.random.Generator, max_rate: float) -> None:
 def sample_scm(
     rng: np.random.Generator, n_rows: int, n_features: int, task: str, n_classes: int = 2,
     p_categorical: float = 0.3, p_missing: float = 0.5, max_missing_rate: float = 0.3,
+    p_additive: float = 0.0,
 ) -> SCMTable:
     """Draw one table from the hybrid SCM prior."""
     n_hidden = int(rng.integers(0, max(2, n_features // 2) + 1))
@@ -155,20 +170,26 @@ def sample_scm(
     # observed features: a random subset of the non-root-only pool, hubs and leaves alike
     feat_nodes = np.sort(rng.choice(n_nodes, size=n_features, replace=False))
     Zs = _standardise_cols(Z)
+    if p_additive > 0 and rng.uniform() < p_additive:   # (p_additive = 0 leaves the random stream as it was)
+        def teacher(n_out: int) -> np.ndarray:
+            return _additive_teacher(Zs[:, feat_nodes], n_out, rng)
+    else:
+        def teacher(n_out: int) -> np.ndarray:
+            return _teacher(Zs, n_out, rng)
     snr = np.exp(rng.uniform(np.log(0.3), np.log(30.0)))
     if task == "regression":
-        t = _standardise(_teacher(Zs, 1, rng)[:, 0])
+        t = _standardise(teacher(1)[:, 0])
         y = t + rng.normal(size=n_rows) / snr
         if rng.uniform() < 0.3:
             y = kumaraswamy_warp(y, rng)
         n_cls = 0
     else:
         if rng.uniform() < 0.5:   # nominal: argmax of teacher logits, with class biases (imbalance)
-            logits = _standardise_cols(_teacher(Zs, n_classes, rng)) * snr
+            logits = _standardise_cols(teacher(n_classes)) * snr
             logits += rng.normal(0, 1.0, size=n_classes) + rng.gumbel(size=(n_rows, n_classes))
             y = logits.argmax(1)
         else:                     # random quantiles of a continuous teacher output
-            t = _standardise(_teacher(Zs, 1, rng)[:, 0]) + rng.normal(size=n_rows) / snr
+            t = _standardise(teacher(1)[:, 0]) + rng.normal(size=n_rows) / snr
             cuts = np.quantile(t, np.sort(rng.uniform(0.05, 0.95, size=n_classes - 1)))
             y = np.searchsorted(cuts, t)
         y = rng.permutation(n_classes)[y].astype(float)

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,12 +68,13 @@ def real_eval_tasks(max_ctx: int = 1024, max_query: int = 256, max_features: int
     rd = realdata_module()
     if rd is None:
         return []
-    tasks = []
+    tasks, missing = [], []
     names = [n for kind in rd.NAMES.values() for size in kind.values() for n in size]
     for name in names:
         try:
             X, y, kind = rd.load(name)
-        except (FileNotFoundError, ImportError):  # data files not installed: skip that table
+        except (FileNotFoundError, ImportError):  # data files not installed: skip that table, and say so
+            missing.append(name)
             continue
         rng = np.random.default_rng(seed)
         Xe = _encode_frame(X)
@@ -96,6 +98,9 @@ def real_eval_tasks(max_ctx: int = 1024, max_query: int = 256, max_features: int
         y_tr, y_te = yv[idx_tr], yv[idx_te]
         tasks.append(EvalTask(name, kind, x_all[:len(idx_tr)], y_tr, x_all[len(idx_tr):], y_te,
                               len(codes) if kind == "classification" else 0))
+    if missing:
+        warnings.warn(f"development tables not installed, left out of the evaluation: {', '.join(missing)} "
+                      "(run `bash ../shared/datasets/setup.sh` once)", stacklevel=2)
     return tasks
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config import TrainConfig
+from ..inference import cpu_name, native_bf16
 from ..model import FEAT
 from ..prior.batches import Batch, BatchStream
 from ..prior.real import allowlist
@@ -44,6 +46,10 @@ class Trainer:
             dist.init_process_group("gloo")
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self.bf16 = cfg.bf16 and native_bf16()
+        if cfg.bf16 and not self.bf16:
+            warnings.warn("bf16: true, but this CPU has no native bf16 matmuls (AMX or AVX512-BF16), "
+                          "where autocast is far slower than fp32: training in fp32", stacklevel=2)
         torch.manual_seed(cfg.seed + self.rank)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -108,7 +114,7 @@ class Trainer:
         x, y_ctx, y_q, x_true, recon, n_cls = _tensors(b)
         self.model.train()
         self.opt.train()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.bf16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
             out = self.net(x, y_ctx, b.task, n_cls)
         loss, terms = feat_loss(out, y_q, b.task, x_true, recon, self.cfg.huber_delta)
         self.opt.zero_grad(set_to_none=True)
@@ -133,7 +139,10 @@ class Trainer:
         stream = BatchStream(cfg.seed, self.step, cfg.prior, cfg.workers, stride=self.world, offset=self.rank,
                              use_real=refs is not None)
         tasks = real_eval_tasks() if self.rank == 0 else []
-        if self.rank == 0 and self.step == 0:
+        self.log({"event": "start", "step": self.step, "tables_seen": self.tables_seen, "cpu": cpu_name(),
+                  "threads": torch.get_num_threads(), "world": self.world, "precision": "bf16" if self.bf16 else "fp32",
+                  "eval_tables": [t.name for t in tasks], "prior": cfg.prior.to_dict()})
+        if self.rank == 0 and tasks:          # every start, so each log carries its reference lines
             base = baseline_scores(tasks)
             self.log({"event": "baselines", **{f"{k}_{m}": v for k, r in base.items() for m, v in r.items()},
                       **{f"{m}_summary": summarise({k: r[m] for k, r in base.items() if m in r}, tasks)
