@@ -10,11 +10,9 @@
 
 Beyond the paper: with probability p_additive the teacher is instead additive in the
 observed features (a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), the
-dense near-linear dependence real tables are full of and the sparse teacher rarely draws.
-
-Beyond the paper: categorical columns (integer codes in random order, as the
-preprocessing presents them at inference), missing values (MCAR, MAR, MNAR),
-constant and duplicated columns. Every table is permuted over rows, features and
+dense near-linear dependence real tables are full of and the sparse teacher rarely draws;
+categorical columns (integer codes in random order, as the preprocessing presents them at
+inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns. Every table is permuted over rows, features and
 class labels by the caller (`batches.py`).
 """
 from __future__ import annotations
@@ -170,12 +168,10 @@ def sample_scm(
     # observed features: a random subset of the non-root-only pool, hubs and leaves alike
     feat_nodes = np.sort(rng.choice(n_nodes, size=n_features, replace=False))
     Zs = _standardise_cols(Z)
-    if p_additive > 0 and rng.uniform() < p_additive:   # (p_additive = 0 leaves the random stream as it was)
-        def teacher(n_out: int) -> np.ndarray:
-            return _additive_teacher(Zs[:, feat_nodes], n_out, rng)
-    else:
-        def teacher(n_out: int) -> np.ndarray:
-            return _teacher(Zs, n_out, rng)
+    additive = p_additive > 0 and rng.uniform() < p_additive   # (p_additive = 0 leaves the random stream as it was)
+
+    def teacher(n_out: int) -> np.ndarray:
+        return _additive_teacher(Zs[:, feat_nodes], n_out, rng) if additive else _teacher(Zs, n_out, rng)
     snr = np.exp(rng.uniform(np.log(0.3), np.log(30.0)))
     if task == "regression":
         t = _standardise(teacher(1)[:, 0])
