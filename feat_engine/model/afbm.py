@@ -25,8 +25,8 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from .kernels import selective_scan
 
-# sequences longer than LONG chunks are scanned with 8x longer chunks: the same result,
-# fewer passes of the inter-chunk loop
+# sequences longer than LONG chunks are scanned with 2x longer chunks: the same result, measured
+# fastest on long columns (1.3x at 200k rows, 2 threads, an AMD EPYC; 4x and 8x are slower)
 LONG = 64
 
 
@@ -62,7 +62,7 @@ class AFBM(nn.Module):
         """Scan the context rows both ways. Returns the output and the final (forward, backward) states."""
         z, x, B, C, dt = self._project(u)
         A = -torch.exp(self.A_log.float())
-        q = self.chunk_size if u.shape[1] <= LONG * self.chunk_size else 8 * self.chunk_size
+        q = self.chunk_size if u.shape[1] <= LONG * self.chunk_size else 2 * self.chunk_size
         y_f, s_f = selective_scan(x, dt, A, B, C, q, backend=backend)
         flip = lambda t: t.flip(1)  # noqa: E731
         y_b, s_b = selective_scan(flip(x), flip(dt), A, flip(B), flip(C), q, backend=backend)

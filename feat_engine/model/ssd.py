@@ -6,8 +6,9 @@ One direction of the recurrence, per head h, with scalar decay a_t = exp(log_a_t
     y_t = H_t C_t
 
 `ssd_scan` evaluates it chunk by chunk (chunk length Q): inside a chunk with the
-quadratic "attention" form, across chunks by passing states in a loop. Time and
-memory are O(L): nothing of size L x L, or (L/Q) x (L/Q), is ever built.
+quadratic "attention" form, across the chunks of a segment (at most 64) with the same
+form one level up, and across segments in a loop. Time and memory are O(L): nothing
+of size L x L, or (L/Q) x (L/Q), is ever built.
 Cumulative sums, exponentials and the carried states are kept in fp32, also
 under bf16 autocast; only the chunk-local matmuls may run in bf16.
 """
@@ -40,13 +41,17 @@ def _ssd_segment(x: Tensor, log_a: Tensor, B: Tensor, C: Tensor, q: int, state: 
     to_end = torch.exp(a_cum[..., -1:] - a_cum)               # (b, h, c, q)
     added = ((xc * to_end.unsqueeze(-1).to(xc.dtype)).transpose(-1, -2) @ Bc.unsqueeze(1)).float()  # (b, h, c, p, n)
 
-    # 3. pass states across chunks: a loop, O(L/q)
-    chunk_decay = torch.exp(a_cum[..., -1])                   # (b, h, c)
-    entering = []
-    for i in range(added.shape[2]):
-        entering.append(state)
-        state = state * chunk_decay[:, :, i, None, None] + added[:, :, i]
-    h_in = torch.stack(entering, dim=2)                       # (b, h, c, p, n) fp32
+    # 3. pass states across the segment's c chunks at once: with S_0 = `state`, S_i = added_{i-1},
+    #    H_in_i = sum_{k<=i} exp(A_i - A_k) S_k, A = cumulative chunk log decays (a (c+1) x (c+1) matrix)
+    chunk_log_a = F.pad(a_cum[..., -1], (1, 0))               # (b, h, c+1), 0 for the entering state
+    A = torch.cumsum(chunk_log_a, dim=-1)
+    c = added.shape[2]
+    upto = torch.ones(c + 1, c + 1, dtype=torch.bool, device=x.device).tril()
+    passing = torch.exp((A[..., :, None] - A[..., None, :]).masked_fill(~upto, float("-inf")))
+    S = torch.cat([state.unsqueeze(2), added], dim=2)         # (b, h, c+1, p, n)
+    with torch.autocast(x.device.type, enabled=False):       # states stay fp32 under autocast
+        H = (passing @ S.flatten(-2)).view_as(S)              # H_i: the state after chunk i-1
+    h_in, state = H[:, :, :-1], H[:, :, -1]                   # (b, h, c, p, n) fp32; final state
 
     # 4. what the entering state contributes: exp(a_cum_i) C_i H_in
     from_start = torch.exp(a_cum).unsqueeze(-1)               # (b, h, c, q, 1)
