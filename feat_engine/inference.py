@@ -109,8 +109,8 @@ def run(
         h, states, attn = model.encode_context(
             x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
             row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
+            on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
         )
-        say(model.cfg.n_blocks, total, "context encoded")
         recon = model.reconstruct(h)[0].cpu().numpy() if want_recon else None
         del h
         logits, preds = [], []

@@ -128,6 +128,16 @@ def test_run_chunked_equals_forward(model, task, icfg):
         assert np.abs(res.pred - ref.pred[0].numpy()).max() < TOL
 
 
+def test_run_reports_every_context_block_then_every_query_chunk(model):
+    n_ctx, M, D = 21, 9, 4
+    x = table(1, n_ctx + M, D, seed=7)
+    seen = []
+    run(model, x[0, :n_ctx].numpy(), labels(1, n_ctx, "regression")[0].numpy(), x[0, n_ctx:].numpy(),
+        "regression", cfg=InferenceConfig(query_chunk=4), device="cpu", progress=lambda d, t, m: seen.append((d, t)))
+    n = model.cfg.n_blocks
+    assert seen == [(i, n + 3) for i in range(n + 4)]   # 0, each block, each of 3 query chunks
+
+
 def test_run_imputation_recon_and_attention(model):
     """Imputation (y None): every row is context; recon and the row-averaged attention of the
     chunked runner equal FEAT.forward's."""

@@ -8,6 +8,7 @@ chunks (`decode_queries`) by reading those states. `forward` does both at once.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,9 +115,10 @@ class FEAT(nn.Module):
     def encode_context(
         self, x: Tensor, y: Tensor | None, task: str | None, column_ids: Tensor,
         row_chunk: int | None = None, col_chunk: int | None = None, return_attention: bool = False,
+        on_block: Callable[[int], None] | None = None,
     ) -> tuple[Tensor, list[Any], list[Tensor] | None]:
-        """Run the context rows through every block. Returns their final tokens, per-block states
-        and (optionally) per-block attention summed over rows."""
+        """Run the context rows through every block (calling `on_block(i)` after block i). Returns
+        their final tokens, per-block states and (optionally) per-block attention summed over rows."""
         if x.shape[1] == 0:
             raise ValueError("the context has no rows: at least one context row is needed")
         if row_chunk is None or x.shape[1] <= row_chunk or torch.is_grad_enabled():
@@ -129,12 +131,14 @@ class FEAT(nn.Module):
                     h = part.new_empty(x.shape[0], x.shape[1], *part.shape[2:])
                 h[:, i:i + row_chunk] = part
         states, attn = [], ([] if return_attention else None)
-        for blk in self.blocks:
+        for i, blk in enumerate(self.blocks):
             h, w = blk.feature_axis(h, row_chunk, return_attention)
             h, st = blk.context(h, col_chunk)
             states.append(st)
             if attn is not None:
                 attn.append(w)
+            if on_block is not None:
+                on_block(i)
         return h, states, attn
 
     def decode_queries(
