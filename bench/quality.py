@@ -184,6 +184,11 @@ def _summary(recs: list[dict], methods: list[str], task: str) -> dict:
     return out
 
 
+def _where_feat_stands(sentences: list[str], metric: str) -> list[str]:
+    """The 'Where FEAT stands' block, or nothing when no baseline ran."""
+    return [f"Where FEAT stands ({metric}):", "", *sentences, ""] if sentences else []
+
+
 def _losses(recs: list[dict], methods: list[str], key: str, higher: bool) -> list[str]:
     """Plain sentences: on how many tables each baseline beats FEAT, and the means."""
     lines = []
@@ -251,7 +256,7 @@ def report(recs: list[dict], methods: list[str], args, info: dict, command: str,
             lines += _table_block(rs, methods, "acc", "Accuracy per table")
             lines += _table_block(rs, methods, "f1", "Macro F1 per table")
             lines += ["</details>", ""]
-            lines += ["Where FEAT stands (AUC):", "", *_losses(rs, methods, "auc", True), ""]
+            lines += _where_feat_stands(_losses(rs, methods, "auc", True), "AUC")
         else:
             lines += [f"### Regression ({len(rs)} tables)", ""]
             head = ["method", "mean RMSE (std. target)", "mean R²", "rank RMSE", "rank R²", "time (s, all tables)"]
@@ -260,7 +265,7 @@ def report(recs: list[dict], methods: list[str], args, info: dict, command: str,
             lines += C.markdown_table(head, rows) + [""]
             lines += _table_block(rs, methods, "rmse", "RMSE (standardised target) per table")
             lines += _table_block(rs, methods, "r2", "R² per table")
-            lines += ["Where FEAT stands (RMSE):", "", *_losses(rs, methods, "rmse", False), ""]
+            lines += _where_feat_stands(_losses(rs, methods, "rmse", False), "RMSE")
     lines += ["<details><summary>Time per table (s, fit + predict, wall clock)</summary>", ""]
     lines += _table_block(recs, methods, "time_s", "Time per table", 2)
     lines += ["</details>", ""]
