@@ -24,6 +24,13 @@ def _chunk(x: Tensor, q: int) -> Tensor:
     return x.reshape(x.shape[0], x.shape[1] // q, q, *x.shape[2:])
 
 
+def _decay(cum: Tensor) -> Tensor:
+    """(..., T) cumulative log decays -> (..., T, T) with [i, j] = exp(cum_i - cum_j) for j <= i, else 0."""
+    t = cum.shape[-1]
+    causal = torch.ones(t, t, dtype=torch.bool, device=cum.device).tril()
+    return torch.exp((cum[..., :, None] - cum[..., None, :]).masked_fill(~causal, float("-inf")))
+
+
 def _ssd_segment(x: Tensor, log_a: Tensor, B: Tensor, C: Tensor, q: int, state: Tensor) -> tuple[Tensor, Tensor]:
     """SSD over one segment whose length is a multiple of q, starting from `state` (b, h, p, n) fp32."""
     xc = _chunk(x, q).permute(0, 3, 1, 2, 4)                 # (b, h, c, q, p)
@@ -31,11 +38,8 @@ def _ssd_segment(x: Tensor, log_a: Tensor, B: Tensor, C: Tensor, q: int, state: 
     Bc, Cc = _chunk(B, q), _chunk(C, q)                      # (b, c, q, n)
 
     # 1. within a chunk: y_i = sum_{j<=i} exp(a_cum_i - a_cum_j) (C_i . B_j) x_j
-    seg = a_cum[..., :, None] - a_cum[..., None, :]           # (b, h, c, q, q)
-    causal = torch.ones(q, q, dtype=torch.bool, device=x.device).tril()
-    decay = torch.exp(seg.masked_fill(~causal, float("-inf")))
     CB = Cc @ Bc.transpose(-1, -2)                            # (b, c, q, q)
-    y = (decay * CB.unsqueeze(1)).to(xc.dtype) @ xc           # (b, h, c, q, p)
+    y = (_decay(a_cum) * CB.unsqueeze(1)).to(xc.dtype) @ xc   # (b, h, c, q, p)
 
     # 2. the state each chunk adds: sum_j exp(a_cum_last - a_cum_j) x_j B_j^T
     to_end = torch.exp(a_cum[..., -1:] - a_cum)               # (b, h, c, q)
@@ -43,11 +47,8 @@ def _ssd_segment(x: Tensor, log_a: Tensor, B: Tensor, C: Tensor, q: int, state: 
 
     # 3. pass states across the segment's c chunks at once: with S_0 = `state`, S_i = added_{i-1},
     #    H_in_i = sum_{k<=i} exp(A_i - A_k) S_k, A = cumulative chunk log decays (a (c+1) x (c+1) matrix)
-    chunk_log_a = F.pad(a_cum[..., -1], (1, 0))               # (b, h, c+1), 0 for the entering state
-    A = torch.cumsum(chunk_log_a, dim=-1)
-    c = added.shape[2]
-    upto = torch.ones(c + 1, c + 1, dtype=torch.bool, device=x.device).tril()
-    passing = torch.exp((A[..., :, None] - A[..., None, :]).masked_fill(~upto, float("-inf")))
+    A = torch.cumsum(F.pad(a_cum[..., -1], (1, 0)), dim=-1)   # (b, h, c+1), 0 for the entering state
+    passing = _decay(A)                                       # (b, h, c+1, c+1)
     S = torch.cat([state.unsqueeze(2), added], dim=2)         # (b, h, c+1, p, n)
     with torch.autocast(x.device.type, enabled=False):       # states stay fp32 under autocast
         H = (passing @ S.flatten(-2)).view_as(S)              # H_i: the state after chunk i-1

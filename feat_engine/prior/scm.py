@@ -12,8 +12,8 @@ Beyond the paper: with probability p_additive the teacher is instead additive in
 observed features (a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), the
 dense near-linear dependence real tables are full of and the sparse teacher rarely draws;
 categorical columns (integer codes in random order, as the preprocessing presents them at
-inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns. Every table is permuted over rows, features and
-class labels by the caller (`batches.py`).
+inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns. Every table
+is permuted over rows, features and class labels by the caller (`batches.py`).
 """
 from __future__ import annotations
 
