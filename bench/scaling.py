@@ -14,13 +14,14 @@ of the N rows context, half query:
 A run that passes its time or memory limit is stopped and reported as such; larger N of that
 method are then skipped.
 
-    python bench/scaling.py            # both tables, N up to 1M
-    python bench/scaling.py --quick    # N up to 100k
-    python bench/scaling.py --bf16     # bf16 autocast in the forward table
+    python bench/scaling.py                            # end to end, N up to 1M (~40 min)
+    python bench/scaling.py --quick                    # end to end, N up to 100k
+    python bench/scaling.py --variants feat,attention  # forward, N up to 1M (~30 min)
+    python bench/scaling.py --variants feat,attention --bf16   # bf16 autocast in the forward table
 
-Writes the "Scaling" section of docs/benchmarks.md (between <!-- scaling:start --> and
-<!-- scaling:end -->; the rest of the file is kept) and log-log plots at docs/scaling.png and
-docs/scaling-e2e.png.
+Each table is its own section of docs/benchmarks.md (between <!-- scaling:start --> and
+<!-- scaling:end -->, and <!-- scaling-e2e:start --> and <!-- scaling-e2e:end -->; the rest of the
+file is kept), with a log-log plot at docs/scaling.png and docs/scaling-e2e.png.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 PNG = ROOT / "docs" / "scaling.png"
 PNG_E2E = ROOT / "docs" / "scaling-e2e.png"
-START, END = "<!-- scaling:start -->", "<!-- scaling:end -->"
+MARKERS = {"forward": ("<!-- scaling:start -->", "<!-- scaling:end -->"),
+           "e2e": ("<!-- scaling-e2e:start -->", "<!-- scaling-e2e:end -->")}
 D = 10
 GiB = 1024 ** 3
 
@@ -53,6 +55,7 @@ def _rss_bytes() -> int:
 
 FORWARD = ("feat", "attention")          # one engine call, random weights
 END_TO_END = ("feat_e2e", "tabicl", "lightgbm")   # fit + predict of an estimator
+GROUPS = {"forward": FORWARD, "e2e": END_TO_END}
 LABELS = {"feat": "FEAT (AFBM + Conv-GLA)", "attention": "full softmax attention",
           "feat_e2e": "FEATClassifier", "tabicl": "TabICL v2 architecture", "lightgbm": "LightGBM"}
 
@@ -257,6 +260,7 @@ def _e2e_lines(results: list[dict], by: dict) -> list[str]:
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
+        "Time and peak RSS of a fresh process per method and N. "
         f"`FEATClassifier(n_estimators=1)` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
         f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
         f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
@@ -272,18 +276,37 @@ def _e2e_lines(results: list[dict], by: dict) -> list[str]:
         f, t, g = (by.get((v, n), {}) for v in END_TO_END)
         lines.append(f"| {n:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(t)} | {_cell_mem(t)} | "
                      f"{_cell_time(g)} | {_cell_mem(g)} | {_ratio(f, t)} | {_ratio(f, g)} |")
-    return lines + ["", "![end-to-end fit + predict, log-log](scaling-e2e.png)", ""]
+    return lines + ["", *_e2e_verdict(by, sizes), "![end-to-end fit + predict, log-log](scaling-e2e.png)", ""]
 
 
-def report(results: list[dict], info: dict, command: str, started: str, args) -> str:
+def _e2e_verdict(by: dict, sizes: list[int]) -> list[str]:
+    """One plain sentence per contrast: the range of FEAT's time ratio where both finished."""
+    out = []
+    for other in ("tabicl", "lightgbm"):
+        ratios = {n: by[("feat_e2e", n)]["time_s"] / by[(other, n)]["time_s"] for n in sizes
+                  if by.get(("feat_e2e", n), {}).get("status") == "ok" and by.get((other, n), {}).get("status") == "ok"}
+        if not ratios:
+            continue
+        lo, hi = min(ratios.values()), max(ratios.values())
+        verdict = ("faster at every N both finished" if hi < 1 else "slower at every N both finished" if lo > 1
+                   else "faster at some N and slower at others")
+        unfinished = [n for n in sizes if by.get(("feat_e2e", n), {}).get("status") == "ok" and n not in ratios]
+        out.append(f"- FEAT vs {LABELS[other]}: FEAT is {verdict} "
+                   f"(time ratio {lo:.2f}–{hi:.2f}, {_fmt_n(max(ratios))} rows: {ratios[max(ratios)]:.2f})"
+                   + (f"; FEAT alone finished N = {', '.join(_fmt_n(n) for n in unfinished)}." if unfinished else "."))
+    return out + [""] if out else []
+
+
+def report(table: str, results: list[dict], info: dict, command: str, started: str, args) -> str:
+    """The markdown section of one table ("forward" or "e2e") from the results of its variants."""
+    results = [r for r in results if r["variant"] in GROUPS[table]]
     by = {(r["variant"], r["n"]): r for r in results}
-    variants = {r["variant"] for r in results}
-    lines = [START, "## Scaling", "",
-             f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the N rows context "
-             "(training rows) and half query.", ""]
-    if variants & set(FORWARD):
-        lines += _forward_lines(results, by, args)
-    if variants & set(END_TO_END):
+    start, end = MARKERS[table]
+    lines = [start]
+    if table == "forward":
+        lines += ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
+                  "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args)]
+    else:
         lines += _e2e_lines(results, by)
     notes = _not_finished(results)
     if notes:
@@ -299,17 +322,19 @@ def report(results: list[dict], info: dict, command: str, started: str, args) ->
         + (" (the cores were shared with other jobs, so absolute times are pessimistic and noisy)" if la[0] > 1.5 else "")
         + "; N = 1k is the best of 3 runs, larger N a single run. Limits: attention and TabICL runs stopped after "
         f"{args.time_limit:g} s, any run stopped above {args.mem_limit_gb:g} GiB RSS.",
-        END,
+        end,
     ]
     return "\n".join(lines)
 
 
-def write_doc(section: str) -> None:
+def write_doc(table: str, section: str) -> None:
+    """Replace the table's marker-delimited section of docs/benchmarks.md (append it if absent)."""
+    start, end = MARKERS[table]
     DOC.parent.mkdir(parents=True, exist_ok=True)
     text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nMeasured numbers and the commands that produced them.\n"
-    if START in text and END in text:
-        pre, rest = text.split(START, 1)
-        post = rest.split(END, 1)[1]
+    if start in text and end in text:
+        pre, rest = text.split(start, 1)
+        post = rest.split(end, 1)[1]
         text = pre + section + post
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
@@ -358,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (forward table)")
     p.add_argument("--sizes", type=lambda s: [int(float(v)) for v in s.split(",")], default=None,
                    help="comma-separated N values for every method (overrides --quick)")
-    p.add_argument("--variants", default=",".join(FORWARD + END_TO_END), help=f"any of {', '.join(LABELS)}")
+    p.add_argument("--variants", default=",".join(END_TO_END),
+                   help=f"any of {', '.join(LABELS)} (default: the end-to-end table; feat,attention for the forward one)")
     p.add_argument("--time-limit", type=float, default=600.0, help="seconds before an attention or TabICL run is stopped")
     p.add_argument("--feat-time-limit", type=float, default=7200.0, help="seconds before any other run is stopped")
     p.add_argument("--mem-limit-gb", type=float, default=16.0, help="RSS (GiB) at which any run is stopped")
@@ -405,17 +431,18 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"[scaling]   {r['status']}", flush=True)
                 stopped = True
-    section = report(results, info, command, started, args)
-    print(section)
-    if not args.no_write:
-        write_doc(section)
-        if set(variants) & set(FORWARD):
-            plot(results, FORWARD, PNG, f"FEAT forward on CPU ({'bf16' if args.bf16 else 'fp32'}, shipped size, "
-                 "random weights)", f"rows N (half context, half query), D = {D}")
-        if set(variants) & set(END_TO_END):
-            plot(results, END_TO_END, PNG_E2E, "fit + predict on CPU (one ensemble member)",
-                 f"rows N (half training, half predicted), D = {D}")
-        print(f"[scaling] wrote {DOC.relative_to(ROOT)} and the plots in docs/")
+    precision = "bf16" if args.bf16 else "fp32"
+    titles = {"forward": (PNG, f"FEAT forward on CPU ({precision}, shipped size, random weights)",
+                          f"rows N (half context, half query), D = {D}"),
+              "e2e": (PNG_E2E, "fit + predict on CPU (one ensemble member)",
+                      f"rows N (half training, half predicted), D = {D}")}
+    for table in [name for name, group in GROUPS.items() if set(variants) & set(group)]:
+        section = report(table, results, info, command, started, args)
+        print(section)
+        if not args.no_write:
+            write_doc(table, section)
+            plot(results, GROUPS[table], *titles[table])
+            print(f"[scaling] wrote its section of {DOC.relative_to(ROOT)} and {titles[table][0].relative_to(ROOT)}")
     return 0
 
 
