@@ -215,9 +215,15 @@ def _not_finished(results: list[dict]) -> list[str]:
             for r in results if r.get("status") != "ok"]
 
 
-def _ratio(a: dict, b: dict) -> str:
+def _time_ratio(a: dict, b: dict) -> float | None:
+    """time(a) / time(b) when both runs finished, else None."""
     ok = a.get("status") == "ok" and b.get("status") == "ok"
-    return f"{a['time_s'] / b['time_s']:.2f}" if ok else "—"
+    return a["time_s"] / b["time_s"] if ok else None
+
+
+def _ratio(a: dict, b: dict) -> str:
+    r = _time_ratio(a, b)
+    return "—" if r is None else f"{r:.2f}"
 
 
 def _forward_lines(results: list[dict], by: dict, args) -> list[str]:
@@ -283,8 +289,8 @@ def _e2e_verdict(by: dict, sizes: list[int]) -> list[str]:
     """One plain sentence per contrast: the range of FEAT's time ratio where both finished."""
     out = []
     for other in ("tabicl", "lightgbm"):
-        ratios = {n: by[("feat_e2e", n)]["time_s"] / by[(other, n)]["time_s"] for n in sizes
-                  if by.get(("feat_e2e", n), {}).get("status") == "ok" and by.get((other, n), {}).get("status") == "ok"}
+        both = {n: _time_ratio(by.get(("feat_e2e", n), {}), by.get((other, n), {})) for n in sizes}
+        ratios = {n: r for n, r in both.items() if r is not None}
         if not ratios:
             continue
         lo, hi = min(ratios.values()), max(ratios.values())
