@@ -38,9 +38,10 @@ DOC_HEADER = """# Benchmarks
 
 Measured numbers for FEAT next to the tools users would pick instead, each produced by one command
 in `bench/` (issue 6): `scaling.py` (speed and memory), `quality.py` (zero-shot quality; the issue-3
-bar is `quality.py --max-context 2048 --max-test 500`), `imputation.py`, `relations.py` and
-`robustness.py`; each has a `--quick` mode. Every section records its command, date, machine, git
-commit and, where trained weights are used, the checkpoint. Seeds and splits are fixed and nothing is tuned on the test split. The
+bar is `quality.py --max-context 2048 --max-test 500`), `context_size.py` (quality against the
+number of context rows), `imputation.py`, `relations.py` and `robustness.py`; each has a `--quick`
+mode. Every section records its command, date, machine, git commit and, where trained weights are
+used, the checkpoint. Seeds and splits are fixed and nothing is tuned on the test split. The
 development tables come from `../shared/datasets/` (see its README); the project is also judged on
 tables that are not among them. Where FEAT loses, the section says so.
 """
@@ -299,6 +300,16 @@ def write_section(name: str, body: list[str] | str, out: str | Path | None = Non
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text)
     return path
+
+
+def plot_path(section: str, out: str | Path | None) -> tuple[Path, str]:
+    """Where a section's PNG goes (docs/<section>.png, or beside --out for smoke runs) and the
+    link the section's markdown uses for it."""
+    if out:
+        png = Path(f"{out}.{section}.png").resolve()
+        return png, str(png)
+    png = ROOT / "docs" / f"{section}.png"
+    return png, png.name
 
 
 def results_path(name: str, out: str | Path | None) -> Path:

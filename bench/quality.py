@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import time
 import traceback
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -365,12 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     command, started, t0 = C.command_line("quality.py", argv), C.now(), time.perf_counter()
     info = C.machine()
     recs = [run_table(name, methods, args) for name, _ in C.pick_tables(args.tables)]
-    png = None
+    link = None
     if not args.no_write:
-        png = (C.ROOT / "docs" / f"{section}.png") if not args.out else Path(f"{args.out}.{section}.png").resolve()
+        png, link = C.plot_path(section, args.out)
         plot(recs, methods, png)
-    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0,
-                           None if png is None else (png.name if not args.out else str(png)))
+    body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0, link)
     C.finish(section, body, args, {"section": section, "command": command, "started": started, "machine": info,
                                    "args": vars(args), "tables": recs, "summary": summary})
     return 0
