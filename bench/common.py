@@ -39,7 +39,7 @@ DOC_HEADER = """# Benchmarks
 Measured numbers for FEAT next to the tools users would pick instead, each produced by one command
 in `bench/` (issue 6): `scaling.py` (speed and memory), `quality.py` (zero-shot quality; the issue-3
 bar is `quality.py --max-context 2048 --max-test 500`), `context_size.py` (quality against the
-number of context rows), `imputation.py`, `relations.py` and `robustness.py`; each has a `--quick`
+number of context rows; `scan_horizon.py` says why), `imputation.py`, `relations.py` and `robustness.py`; each has a `--quick`
 mode. Every section records its command, date, machine, git commit and, where trained weights are
 used, the checkpoint. Seeds and splits are fixed and nothing is tuned on the test split. The
 development tables come from `../shared/datasets/` (see its README); the project is also judged on
