@@ -37,11 +37,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
 PNG = ROOT / "docs" / "scaling.png"
 PNG_E2E = ROOT / "docs" / "scaling-e2e.png"
-MARKERS = {"forward": ("<!-- scaling:start -->", "<!-- scaling:end -->"),
-           "e2e": ("<!-- scaling-e2e:start -->", "<!-- scaling-e2e:end -->")}
+SECTIONS = {"forward": "scaling", "e2e": "scaling-e2e"}   # docs/benchmarks.md section of each table
 D = 10
 GiB = 1024 ** 3
 
@@ -303,17 +301,15 @@ def _e2e_verdict(by: dict, sizes: list[int]) -> list[str]:
     return out + [""] if out else []
 
 
-def report(table: str, results: list[dict], info: dict, command: str, started: str, args) -> str:
+def report(table: str, results: list[dict], info: dict, command: str, started: str, args) -> list[str]:
     """The markdown section of one table ("forward" or "e2e") from the results of its variants."""
     results = [r for r in results if r["variant"] in GROUPS[table]]
     by = {(r["variant"], r["n"]): r for r in results}
-    start, end = MARKERS[table]
-    lines = [start]
     if table == "forward":
-        lines += ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
+        lines = ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
                   "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args)]
     else:
-        lines += _e2e_lines(results, by)
+        lines = _e2e_lines(results, by)
     notes = _not_finished(results)
     if notes:
         lines += ["Runs that did not finish:", "", *notes, ""]
@@ -328,23 +324,8 @@ def report(table: str, results: list[dict], info: dict, command: str, started: s
         + (" (the cores were shared with other jobs, so absolute times are pessimistic and noisy)" if la[0] > 1.5 else "")
         + "; N = 1k is the best of 3 runs, larger N a single run. Limits: attention and TabICL runs stopped after "
         f"{args.time_limit:g} s, any run stopped above {args.mem_limit_gb:g} GiB RSS.",
-        end,
     ]
-    return "\n".join(lines)
-
-
-def write_doc(table: str, section: str) -> None:
-    """Replace the table's marker-delimited section of docs/benchmarks.md (append it if absent)."""
-    start, end = MARKERS[table]
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n\nMeasured numbers and the commands that produced them.\n"
-    if start in text and end in text:
-        pre, rest = text.split(start, 1)
-        post = rest.split(end, 1)[1]
-        text = pre + section + post
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
+    return lines
 
 
 def plot(results: list[dict], variants: tuple[str, ...], path: Path, title: str, xlabel: str) -> None:
@@ -443,12 +424,12 @@ def main(argv: list[str] | None = None) -> int:
               "e2e": (PNG_E2E, "fit + predict on CPU (one ensemble member)",
                       f"rows N (half training, half predicted), D = {D}")}
     for table in [name for name, group in GROUPS.items() if set(variants) & set(group)]:
-        section = report(table, results, info, command, started, args)
-        print(section)
+        body = report(table, results, info, command, started, args)
+        print("\n".join(body))
         if not args.no_write:
-            write_doc(table, section)
+            doc = common.write_section(SECTIONS[table], body)
             plot(results, GROUPS[table], *titles[table])
-            print(f"[scaling] wrote its section of {DOC.relative_to(ROOT)} and {titles[table][0].relative_to(ROOT)}")
+            print(f"[scaling] wrote section '{SECTIONS[table]}' of {doc} and {titles[table][0].relative_to(ROOT)}")
     return 0
 
 
