@@ -323,6 +323,14 @@ def save_results(name: str, out: str | Path | None, payload: dict) -> Path:
     return p
 
 
+def add_local_context_arg(p: argparse.ArgumentParser) -> None:
+    """--local-context N|none for FEAT (default: the estimators' own default)."""
+    from feat_engine.estimators import LOCAL_CONTEXT
+
+    p.add_argument("--local-context", type=lambda v: None if v.lower() == "none" else int(v), default=LOCAL_CONTEXT,
+                   help=f"FEAT's rows per local context, or 'none' for the whole context (default {LOCAL_CONTEXT})")
+
+
 def add_common_args(p: argparse.ArgumentParser, section: str | None) -> None:
     p.add_argument("--checkpoint", default=None, help="FEAT checkpoint (default: the shipped assets/feat-small.pt)")
     p.add_argument("--threads", type=int, default=None, help="torch / BLAS / baseline threads (default: all cores)")

@@ -5,7 +5,11 @@
     FEATImputer().fit_transform(X)          # same shape, dtypes and categories; only NaN cells change
 
 Every prediction averages `n_estimators` members (row permutation, feature shuffle, S-DFE
-draw, one seed each). Query rows never see each other, so a row's prediction does not
+draw, one seed each), drawn at `fit`. The classifier and regressor hand the model what it
+reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
+statistics (`target_stats.py`), the most relevant features first on wide tables
+(`relevance.py`), and on long contexts the local part of the context nearest each query
+(`local_context.py`). Query rows never see each other, so a row's prediction does not
 depend on the other query rows. Bad input raises `FEATInputError` (a ValueError); `predict`
 before `fit` raises scikit-learn's `NotFittedError` (also a ValueError).
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -24,10 +28,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import run
+from .local_context import local_contexts
 from .model import FEAT
+from .prior.batches import standardise
 from .preprocess import (
     ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, target_rows,
 )
+from .relevance import relevance
+from .target_stats import with_target_stats
+
+LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
+
+# one engine run on a member's (context, labels, queries) with a label for progress -> per-query output
+Call = Callable[[np.ndarray, np.ndarray, np.ndarray, str], np.ndarray]
 
 
 class _FEATBase(BaseEstimator):
@@ -73,12 +86,107 @@ class _FEATBase(BaseEstimator):
         model, meta = resolve_model(self.checkpoint)
         return model, self.max_features or trained_max_features(meta)
 
-    def _members(self, n_rows: int, n_features: int, max_features: int, max_context: int | None) -> list[Member]:
-        return plan_members(n_rows, n_features, self.n_estimators, max_features, max_context, self.random_state)
 
-    def _query(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "context_")
-        return self.preprocessor_.transform(as_frame(X, "query"), "query")
+
+class _InContextBase(_FEATBase):
+    """Classifier and regressor: a labelled context, members drawn at fit, local contexts.
+
+    local_context: rows per local context: a member whose context holds at least twice as many
+        rows splits it into parts of this size, and each query reads the part nearest to it;
+        None = every query reads the member's whole context.
+    """
+
+    def __init__(
+        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
+        checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+    ):
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        self.local_context = local_context
+
+    def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
+        """Preprocess the context X with model targets y (class indices or standardised values),
+        score feature relevance where it is used, and draw the members and their local contexts."""
+        if self.local_context is not None and self.local_context < 1:
+            raise FEATInputError(f"local_context must be >= 1 or None, got {self.local_context}")
+        self._fit_features(X)
+        self.y_ = y
+        self.codes_ = self.preprocessor_.nominal_codes(X, "context")
+        n, d = self.context_.shape
+        max_features = self._model()[1]
+        n_ctx = n if self.max_context is None else min(n, self.max_context)
+        local = self.local_context is not None and n_ctx >= 2 * self.local_context
+        self.relevance_ = None
+        if d > max_features or local:
+            self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)
+        self.members_ = plan_members(n, d, self.n_estimators, max_features, self.max_context, self.random_state,
+                                     self.relevance_ if d > max_features else None)
+        if local:
+            for m in self.members_:
+                weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)[m.features]
+                m.local = local_contexts(self.context_[m.rows][:, m.features], self.local_context, weights, m.seed)
+        self.reading_ = self._reading()
+
+    def _reading(self) -> str:
+        """One sentence on how the members read the fitted table (the app's Predict view shows it)."""
+        n, d = self.context_.shape
+        names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
+        width = len(self.members_[0].features)
+        parts = [f"{len(self.members_)} member(s)",
+                 f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
+                 f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
+                 f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
+        local = self.members_[0].local
+        rows = len(self.members_[0].rows)
+        parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
+                     f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
+        return "; ".join(parts) + "."
+
+    def _query_codes(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
+        """Standardised query rows, their nominal codes, and each member's routing of them."""
+        check_is_fitted(self, "members_")
+        frame = as_frame(X, "query")
+        xq = self.preprocessor_.transform(frame, "query")
+        routes = [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
+        return xq, self.preprocessor_.nominal_codes(frame, "query"), routes
+
+    @staticmethod
+    def _n_runs(routes: list[np.ndarray | None]) -> int:
+        return sum(1 if r is None else len(np.unique(r)) for r in routes)
+
+    def _in_context(
+        self, m: Member, route: np.ndarray | None, y: np.ndarray, xq: np.ndarray, cq: np.ndarray,
+        call: Call, stats: bool = True, regression: bool = False,
+    ) -> np.ndarray:
+        """Member m's output for every query row: target statistics against the run's labels y
+        (all context rows), the member's features, then one `call` on the whole context or one
+        per local part that some query row is routed to."""
+        ctx, yr = self.context_[m.rows], y[m.rows]
+        if stats:
+            ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
+        ctx, q = ctx[:, m.features], xq[:, m.features]
+        if route is None:
+            return call(ctx, yr, q, "")
+        parts = np.unique(route)
+        out = None
+        for j, p in enumerate(parts):
+            sel, rows = route == p, m.local.parts[p]
+            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, f", part {j + 1}/{len(parts)}")
+            if out is None:
+                out = np.empty((len(q),) + r.shape[1:], r.dtype)
+            out[sel] = r
+        return out
+
+
+def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, label: str) -> np.ndarray:
+    """One local part read as the prior's tables are: features (and a regression target)
+    standardised with the part's own context statistics, predictions mapped back."""
+    z = standardise(np.vstack([ctx, q]), len(ctx))
+    if not regression:
+        return call(z[:len(ctx)], y, z[len(ctx):], label)
+    mu, sd = float(y.mean()), float(y.std())
+    sd = sd if sd > 1e-8 else 1.0
+    return call(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], label) * sd + mu
 
 
 def _target(y: Any) -> pd.Series:
@@ -89,23 +197,25 @@ def _target(y: Any) -> pd.Series:
     return pd.Series(y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y)
 
 
-class FEATClassifier(ClassifierMixin, _FEATBase):
+class FEATClassifier(ClassifierMixin, _InContextBase):
     """Zero-shot classifier for labels of any type and any number of classes.
 
     multiclass: "ovr" (default) scores each of K > 2 classes with its own binary run
     (class vs rest) and normalises the K scores; "head" reads all classes from the
     classification head in one run (at most 10 classes). Either way each member presents the
     classes in a rotated order, so the head's class slots are used evenly
-    (docs/design.md, "Classes: one-vs-rest and label rotation").
+    (docs/design.md, "Classes: one-vs-rest and label rotation"). Nominal columns get the target
+    statistics of each binary run's own label; "head" runs with K > 2 read their level codes.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
-        max_context: int | None = None, max_features: int | None = None,
+        max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         multiclass: str = "ovr",
     ):
-        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
+                         progress)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":
@@ -115,34 +225,36 @@ class FEATClassifier(ClassifierMixin, _FEATBase):
         X, y = as_frame(X, "context"), _target(y)
         keep = target_rows(y, len(X))
         y = y.iloc[keep]
-        self._fit_features(X.iloc[keep])
         self.encoder_ = ClassEncoder().fit(y)
         self.classes_ = self.encoder_.classes_
         limit = self._model()[0].cfg.max_classes
         if self.multiclass == "head" and len(self.classes_) > limit:
             raise FEATInputError(f"multiclass='head' reads at most {limit} classes from the head, the target has "
                                  f"{len(self.classes_)}; use multiclass='ovr'")
-        self.y_ = self.encoder_.transform(y)
+        self._fit_supervised(X.iloc[keep], self.encoder_.transform(y), classification=True)
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
-        xq = self._query(X)
-        model, max_features = self._model()
+        xq, cq, routes = self._query_codes(X)
+        model = self._model()[0]
         k = len(self.classes_)
         one_run = k == 2 or self.multiclass == "head"
-        members = self._members(len(self.context_), xq.shape[1], max_features, self.max_context)
-        steps = StepCounter(self.progress, len(members) * (1 if one_run else k))
+        members = self.members_
+        steps = StepCounter(self.progress, self._n_runs(routes) * (1 if one_run else k))
         proba = np.zeros((len(xq), k))
-        for m in members:
-            ctx, y, q = self.context_[m.rows][:, m.features], self.y_[m.rows], xq[:, m.features]
+        for m, route in zip(members, routes):
             name = f"member {m.index + 1}/{len(members)}"
+
+            def call(n_classes: int, label: str) -> Call:
+                return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self.device,
+                                                              steps.callback(label + part))
             if one_run:
-                proba += _rotated_proba(model, ctx, y, q, k, m, self.device, steps.callback(name))
+                proba += self._in_context(m, route, self.y_, xq, cq, call(k, name), stats=k == 2)
             else:
                 scores = np.stack([
-                    _rotated_proba(model, ctx, (y == c).astype(np.int64), q, 2, m, self.device,
-                                   steps.callback(f"{name}, class {c + 1}/{k}"))[:, 1]
+                    self._in_context(m, route, (self.y_ == c).astype(np.int64), xq, cq,
+                                     call(2, f"{name}, class {c + 1}/{k}"))[:, 1]
                     for c in range(k)], axis=1)
                 proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
@@ -165,7 +277,7 @@ def _rotated_proba(
     return softmax(res.logits[:, :k].astype(np.float64), axis=1)[:, slot]
 
 
-class FEATRegressor(RegressorMixin, _FEATBase):
+class FEATRegressor(RegressorMixin, _InContextBase):
     """Zero-shot regressor; targets are standardised with context statistics and mapped back."""
 
     def fit(self, X: Any, y: Any) -> "FEATRegressor":
@@ -173,22 +285,21 @@ class FEATRegressor(RegressorMixin, _FEATBase):
         X, y = as_frame(X, "context"), _target(y)
         keep = target_rows(y, len(X))
         self.scaler_ = TargetScaler().fit(y.iloc[keep])
-        self._fit_features(X.iloc[keep])
-        self.y_ = self.scaler_.transform(y.iloc[keep])
+        self._fit_supervised(X.iloc[keep], self.scaler_.transform(y.iloc[keep]), classification=False)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets in the original units, averaged over the members."""
-        xq = self._query(X)
-        model, max_features = self._model()
-        members = self._members(len(self.context_), xq.shape[1], max_features, self.max_context)
-        steps = StepCounter(self.progress, len(members))
+        xq, cq, routes = self._query_codes(X)
+        model = self._model()[0]
+        members = self.members_
+        steps = StepCounter(self.progress, self._n_runs(routes))
         pred = np.zeros(len(xq))
-        for i, m in enumerate(members):
-            res = run(model, self.context_[m.rows][:, m.features], self.y_[m.rows], xq[:, m.features], "regression",
-                      column_ids=m.column_ids(model), device=self.device,
-                      progress=steps.callback(f"member {i + 1}/{len(members)}"))
-            pred += res.pred
+        for m, route in zip(members, routes):
+            name = f"member {m.index + 1}/{len(members)}"
+            pred += self._in_context(m, route, self.y_, xq, cq, lambda ctx, y, q, part: run(
+                model, ctx, y, q, "regression", column_ids=m.column_ids(model), device=self.device,
+                progress=steps.callback(name + part)).pred, regression=True)
         return self.scaler_.inverse_transform(pred / len(members))
 
 
@@ -207,8 +318,9 @@ class FEATImputer(TransformerMixin, _FEATBase):
 
     def transform(self, X: Any) -> Any:
         """X with every NaN cell filled, in X's dtypes and categories (DataFrame in, DataFrame out)."""
+        check_is_fitted(self, "context_")
         frame = as_frame(X, "X")
-        xz = self._query(frame)
+        xz = self.preprocessor_.transform(frame, "query")
         same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
         table = xz if same else np.vstack([self.context_, xz])
         recon = self._reconstruct(table)[len(table) - len(xz):]
@@ -222,7 +334,8 @@ class FEATImputer(TransformerMixin, _FEATBase):
     def _reconstruct(self, table: np.ndarray) -> np.ndarray:
         """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it)."""
         model, max_features = self._model()
-        members = self._members(len(table), table.shape[1], max_features, None)   # rows are blocked below
+        members = plan_members(len(table), table.shape[1], self.n_estimators, max_features, None,  # rows are blocked below
+                               self.random_state)
         block = len(table) if self.max_context is None else self.max_context
         n_blocks = math.ceil(len(table) / block)
         total, count = np.zeros(table.shape), np.zeros(table.shape[1])

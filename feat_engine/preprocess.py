@@ -2,7 +2,9 @@
 
 * numeric columns: standardised with context mean/std, clipped to +-CLIP sigma;
 * categorical columns (object, string, category, bool): integer codes fixed on the context
-  (categories seen only in a query row become missing), then scaled like numbers;
+  (categories seen only in a query row become missing), then scaled like numbers; nominal ones
+  (unordered, >= NOMINAL_MIN_LEVELS levels) are marked so that the estimators can replace their
+  codes by in-context target statistics (`target_stats.py`);
 * datetimes: numeric parts (days since 1970, month, weekday, hour of day; constant parts dropped);
 * near-unique text/ID columns and constant columns: dropped with a `FEATDataWarning`;
 * NaN and +-inf: the engine's missing token (NaN).
@@ -22,6 +24,7 @@ import pandas as pd
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
+NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
 _EPOCH = pd.Timestamp("1970-01-01")
 
 
@@ -82,6 +85,7 @@ class _Column:
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
     integer: bool = False                      # numeric with only whole values: round on inverse
+    nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
 
     def features(self) -> list[str]:
         return [f"{self.name}.{p}" for p in self.parts] if self.kind == "datetime" else [str(self.name)]
@@ -150,11 +154,28 @@ class TablePreprocessor:
         cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
         if observed.nunique() < 2:
             return "constant"
-        return _Column(s.name, kind, categories=cats)
+        ordered = pd.api.types.is_bool_dtype(s.dtype) or (isinstance(s.dtype, pd.CategoricalDtype) and s.cat.ordered)
+        return _Column(s.name, kind, categories=cats, nominal=not ordered and len(cats) >= NOMINAL_MIN_LEVELS)
 
     @property
     def feature_names_(self) -> list[str]:
         return [f for c in self.plan_ for f in c.features()]
+
+    @property
+    def nominal_(self) -> np.ndarray:
+        """Feature indices of the nominal columns (their codes carry no order)."""
+        return np.flatnonzero([c.nominal for c in self.plan_ for _ in c.features()])
+
+    def nominal_codes(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
+        """(N, n_nominal) level codes of the nominal columns: NaN where missing, -1 for a level
+        the context never saw (target statistics then give it the context's mean)."""
+        X = self._check_columns(X, what)
+        cols = [c for c in self.plan_ if c.nominal]
+        out = np.empty((len(X), len(cols)))
+        for j, c in enumerate(cols):
+            out[:, j] = c.categories.get_indexer(X[c.name])
+            out[X[c.name].isna().to_numpy(), j] = np.nan
+        return out
 
     def _check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
         X = as_frame(X, what)

@@ -1,0 +1,149 @@
+"""Synthetic probes of what real tables throw at FEAT: a many-level nominal column, a wide table
+with few relevant features, a dense linear target, and a long table whose target has local
+structure. Each is a generated table with a known answer, so a change to how the estimators read
+tables can be checked on more than the development tables.
+
+Methods (defaults everywhere): FEAT as shipped (target statistics, relevance-ranked features,
+local contexts), FEAT reading the whole context (`local_context=None`), FEAT given the nominal
+column as plain integer codes (what it read before target statistics), ridge / logistic
+regression (standardised numerics, one-hot categoricals) and LightGBM.
+
+    python bench/probes.py             # 3 seeds per probe
+    python bench/probes.py --quick     # 1 seed, long table at 2,048 and 8,192 context rows
+
+Writes the "probes" section of docs/benchmarks.md (--out for elsewhere).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_friedman1
+
+import common as C
+from feat_engine.estimators import LOCAL_CONTEXT
+from quality import fit_predict
+
+N_TEST = 1000
+
+
+def many_levels(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Regression: a 60-level nominal column (Zipf-like frequencies) whose level carries most of
+    the signal, two numeric effects and two noise columns."""
+    levels = 60
+    p = 1.0 / np.arange(1, levels + 1) ** 0.8
+    level = rng.choice(levels, n, p=p / p.sum())
+    effect = rng.normal(size=levels)
+    x = rng.normal(size=(n, 4))
+    y = effect[level] + 0.5 * x[:, 0] - 0.3 * x[:, 1] + 0.3 * rng.normal(size=n)
+    X = pd.DataFrame(x, columns=["x1", "x2", "noise1", "noise2"])
+    X.insert(0, "level", pd.Series([f"L{v:02d}" for v in rng.permutation(levels)[level]], dtype=object))
+    return X, y, "regression"
+
+
+def wide(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Classification: 60 features, 6 of them relevant (linear, an interaction, a sine)."""
+    x = rng.normal(size=(n, 60))
+    logit = x[:, 0] + x[:, 1] - x[:, 2] + 0.8 * x[:, 3] * x[:, 4] + np.sin(2 * x[:, 5])
+    y = (logit + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return pd.DataFrame(x[:, rng.permutation(60)], columns=[f"f{j}" for j in range(60)]), y, "classification"
+
+
+def dense_linear(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Regression: y = Xw + 0.3 eps over 10 standard-normal features, |w| = 1."""
+    x = rng.normal(size=(n, 10))
+    w = rng.normal(size=10)
+    return pd.DataFrame(x), x @ (w / np.linalg.norm(w)) + 0.3 * rng.normal(size=n), "regression"
+
+
+def long_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Regression: Friedman #1 (10 uniform features, 5 used, sin / square / linear terms), noise 1."""
+    x, y = make_friedman1(n, noise=1.0, random_state=int(rng.integers(2**31 - 1)))
+    return pd.DataFrame(x), y, "regression"
+
+
+PROBES = {"many-level nominal": (many_levels, [2000]), "wide (60 features)": (wide, [2000]),
+          "dense linear": (dense_linear, [1024]), "long table": (long_table, [2048, 32768])}
+
+
+def as_codes(X: pd.DataFrame) -> pd.DataFrame:
+    """Object columns as integer codes in sorted order: what FEAT read before target statistics."""
+    X = X.copy()
+    for c in X.columns[X.dtypes == object]:
+        X[c] = pd.Categorical(X[c]).codes.astype(float)
+    return X
+
+
+def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
+    make, _ = PROBES[name]
+    X, y, task = make(n_ctx + N_TEST, np.random.default_rng(seed))
+    Xc, Xq, yc, yq = X.iloc[:n_ctx], X.iloc[n_ctx:].reset_index(drop=True), y[:n_ctx], y[n_ctx:]
+    k = 2 if task == "classification" else 0
+    methods = ["feat", "feat-global"] + (["feat-codes"] if (X.dtypes == object).any() else []) + ["linear", "lightgbm"]
+    rec = {"probe": name, "task": task, "n_context": n_ctx, "seed": seed, "methods": {}}
+    for m in methods:
+        t0 = time.perf_counter()
+        args.local_context = None if m == "feat-global" else LOCAL_CONTEXT
+        Xc_m, Xq_m = (as_codes(Xc), as_codes(Xq)) if m == "feat-codes" else (Xc, Xq)
+        out = fit_predict(m.split("-")[0], task, Xc_m, yc, Xq_m, k, args)
+        score = (C.classification_metrics(yq, out)["auc"] if task == "classification"
+                 else C.regression_metrics(yq, out, yc)["r2"])
+        rec["methods"][m] = {"score": score, "time_s": time.perf_counter() - t0}
+        print(f"[probes] {name:20s} n={n_ctx:6d} seed={seed} {m:12s} {score:.4f}", flush=True)
+    return rec
+
+
+LABELS = {"feat": "FEAT", "feat-global": "FEAT, whole context", "feat-codes": "FEAT, level codes",
+          "linear": "linear", "lightgbm": "LightGBM"}
+
+
+def report(recs: list[dict], args, info: dict, command: str, started: str, seconds: float):
+    methods = list(LABELS)
+    rows, summary = [], {}
+    for name, (_, sizes) in PROBES.items():
+        for n in sizes:
+            rs = [r for r in recs if r["probe"] == name and r["n_context"] == n]
+            if not rs:
+                continue
+            task = rs[0]["task"]
+            cell = {m: [r["methods"][m]["score"] for r in rs if m in r["methods"]] for m in methods}
+            metric = "ROC-AUC" if task == "classification" else "R²"
+            rows.append([name, f"{n:,}", metric] + [C.fmt(np.mean(v)) if v else "—" for v in cell.values()])
+            summary[f"{name} {n}"] = {m: float(np.mean(v)) for m, v in cell.items() if v}
+    header = ["probe", "context rows", "metric"] + [LABELS[m] if m != "linear" else "ridge / logistic" for m in methods]
+    body = [
+        "## Synthetic probes",
+        "",
+        f"Generated tables with a known structure (bench/probes.py docstring), {N_TEST} test rows, mean over "
+        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, checkpoint {C.checkpoint_line(args.checkpoint)}; "
+        "baselines at library defaults.",
+        "",
+        *C.markdown_table(header, rows),
+        "",
+        *C.provenance(command, started, info, seconds),
+    ]
+    return body, summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="1 seed; long table at 2,048 and 8,192 rows")
+    p.add_argument("--seeds", type=int, default=None, help="tables per probe (default 3; quick 1)")
+    p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
+    p.add_argument("--device", default="auto")
+    C.add_common_args(p, section="probes")
+    args = p.parse_args(argv)
+    args.seeds = args.seeds or (1 if args.quick else 3)
+    args.multiclass = "ovr"
+    if args.quick:
+        PROBES["long table"] = (long_table, [2048, 8192])
+    cells = [(name, n) for name, (_, sizes) in PROBES.items() for n in sizes]
+    return C.run_benchmark("probes.py", argv, args,
+                           lambda: [run_probe(name, n, s, args) for name, n in cells for s in range(args.seeds)],
+                           lambda recs, *rest: report(recs, args, *rest))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""What the estimators hand the model: target statistics for nominal columns, relevance-ranked
+features for wide tables, local contexts for long ones, and query independence through each."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import feat_engine.estimators as est_mod
+from feat_engine import FEATClassifier, FEATRegressor
+from feat_engine.ensemble import plan_members, ranked_features
+from feat_engine.inference import RunResult
+from feat_engine.local_context import OVERLAP, local_contexts
+from feat_engine.prior.batches import standardise
+from feat_engine.preprocess import TablePreprocessor
+from feat_engine.relevance import relevance
+from feat_engine.target_stats import with_target_stats
+
+
+def nominal_table(n=240, levels=12, seed=0):
+    """A numeric column, a many-level nominal column whose level sets the target, a 2-level and
+    an ordered column; some nominal cells missing."""
+    rng = np.random.default_rng(seed)
+    level = rng.integers(0, levels, n)
+    effect = rng.normal(scale=2.0, size=levels)
+    X = pd.DataFrame({
+        "x": rng.normal(size=n),
+        "state": pd.Series([f"s{v:02d}" for v in level], dtype=object),
+        "flag": rng.choice(["yes", "no"], n),
+        "size": pd.Categorical(rng.choice(["S", "M", "L"], n), categories=["S", "M", "L"], ordered=True),
+    })
+    X.loc[X.index[::17], "state"] = None
+    y = effect[level] + 0.3 * X["x"].to_numpy() + rng.normal(scale=0.1, size=n)
+    return X, y
+
+
+def test_only_unordered_many_level_categoricals_are_nominal():
+    X, _ = nominal_table()
+    pre = TablePreprocessor().fit(X)
+    assert [pre.feature_names_[j] for j in pre.nominal_] == ["state"]
+    q = pd.DataFrame({"x": [0.0, 1.0], "state": ["s03", "never-seen"], "flag": ["yes", "no"], "size": ["S", "L"]})
+    q.loc[1, "x"] = np.nan
+    codes = pre.nominal_codes(pd.concat([q, X.iloc[[0]]], ignore_index=True))
+    assert codes[0, 0] == 3 and codes[1, 0] == -1          # unseen level -> -1
+    assert np.isnan(pre.nominal_codes(X)[0, 0])             # row 0's state is missing
+
+
+def test_target_stats_are_cross_fitted_and_queries_get_level_means():
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 4, 400).astype(float)
+    y = np.array([-3.0, -1.0, 1.0, 3.0])[codes.astype(int)] + rng.normal(scale=0.1, size=400)
+    codes[0], y[0] = 9.0, 100.0            # a level seen once, with an extreme label
+    x = rng.normal(size=(400, 2)).astype(np.float32)
+    q = np.zeros((5, 2), np.float32)
+    qc = np.array([[0.0], [1.0], [2.0], [3.0], [-1.0]])
+    ctx, qo = with_target_stats(x, y, q, codes[:, None], qc, np.array([1]), seed=0)
+    np.testing.assert_array_equal(ctx[:, 0], x[:, 0])                    # other columns untouched
+    assert np.all(np.diff(qo[:4, 1]) > 0)                                 # queries: level means, in order
+    # row 0 is its level's only member: its cross-fitted value cannot depend on its own label
+    y2 = y.copy()
+    y2[0] = -100.0
+    ctx2, _ = with_target_stats(x, y2, q, codes[:, None], qc, np.array([1]), seed=0)
+    raw = lambda c: c[0, 1] * 1.0
+    assert raw(ctx) != pytest.approx(3.0)                                 # not standardised 100
+    assert abs(ctx[0, 1] - ctx2[0, 1]) < 0.05 * abs(ctx[1:, 1]).max()     # own label barely moves it
+
+
+def test_relevance_ranks_informative_features_first():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 6))
+    y = 2 * x[:, 4] + x[:, 1] ** 2 + rng.normal(scale=0.1, size=600)
+    r = relevance(x, y, False, np.array([], int), seed=0)
+    assert set(np.argsort(-r)[:2]) == {1, 4}
+    labels = (x[:, 2] > 0).astype(int)
+    assert np.argmax(relevance(x, labels, True, np.array([], int), seed=0)) == 2
+
+
+def test_ranked_members_keep_the_top_features_and_draw_the_rest_by_relevance():
+    rel = np.r_[np.linspace(1, 0.5, 10), np.zeros(30)]
+    members = plan_members(100, 40, 3, 8, None, 0, relevance=rel)
+    assert len(members) == 3
+    for m in members:
+        assert len(m.features) == 8 == len(set(m.features))
+        assert set(range(4)) <= set(m.features)                # TOP_SHARE * 8 = 4 most relevant
+    draws = np.concatenate([ranked_features(rel, 8, np.random.default_rng(i))[4:] for i in range(200)])
+    assert np.mean(draws < 10) > 0.9                            # the other draws favour relevant features
+
+
+def test_local_contexts_split_blobs_and_route_queries_to_their_blob():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    blob = np.repeat(np.arange(3), 100)
+    x = (centres[blob] + rng.normal(scale=0.5, size=(300, 2))).astype(np.float32)
+    lc = local_contexts(x, 100, None, seed=0, overlap=1.0)
+    assert lc.parts.shape == (3, 100)
+    part_blob = [np.bincount(blob[p], minlength=3).argmax() for p in lc.parts]
+    assert sorted(part_blob) == [0, 1, 2] and all((blob[p] == b).all() for p, b in zip(lc.parts, part_blob))
+    q = centres + 0.1
+    assert [part_blob[i] for i in lc.route(q)] == [0, 1, 2]
+    assert local_contexts(x, 200, None, seed=0) is None          # fewer than two parts: whole context
+    lc4 = local_contexts(x, 100, None, seed=0, overlap=4.0)         # 12 parts: each row read by about 4
+    assert lc4.parts.shape == (12, 100) and np.bincount(lc4.parts.ravel(), minlength=300).mean() == 4
+    q = x[::7]
+    centre = np.array([lc4.parts[p] for p in lc4.route(q)])        # the part a row reads holds its neighbours
+    assert all(np.isin(blob[c], blob[i]).all() for c, i in zip(centre, range(0, 300, 7)))
+
+
+def recording_run(calls):
+    def run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
+        calls.append((np.array(x_ctx), np.array(x_query)))
+        d = np.nansum((x_query[:, None, :] - x_ctx[None]) ** 2, axis=-1)
+        nn = np.argmin(d, axis=1)
+        if task == "regression":
+            return RunResult(logits=None, pred=np.asarray(y_ctx)[nn], recon=None, attention=None)
+        logits = np.full((len(x_query), 10), -np.inf)
+        logits[:, :n_classes] = 0.0
+        logits[np.arange(len(x_query)), np.asarray(y_ctx)[nn].astype(int)] = 30.0
+        return RunResult(logits=logits, pred=None, recon=None, attention=None)
+    return run
+
+
+def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(monkeypatch):
+    calls = []
+    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    y = 100 + 10 * (X[:, 0] + X[:, 1])
+    reg = FEATRegressor(n_estimators=2, local_context=100).fit(X, y)
+    n_parts = round(OVERLAP * 400 / 100)
+    assert all(m.local is not None and m.local.parts.shape == (n_parts, 100) for m in reg.members_)
+    pred = reg.predict(X[:50])
+    assert pred.shape == (50,) and len(calls) > 2
+    for c, _ in calls:                                           # each run reads one part of 100 rows,
+        assert len(c) == 100                                     # standardised with its own statistics
+        np.testing.assert_allclose(c.mean(0), 0, atol=1e-6)
+        np.testing.assert_allclose(c.std(0), 1, atol=1e-6)
+    assert np.isin(np.round(pred, 6), np.round(y, 6)).mean() > 0  # 1-NN answers come back in y's units
+    assert 80 < pred.mean() < 120
+    # a query reads the part its own member routes it to
+    m = reg.members_[0]
+    route = m.local.route(reg.preprocessor_.transform(pd.DataFrame(X[:50]))[:, m.features])
+    part = reg.context_[m.rows][:, m.features][m.local.parts[route[0]]]
+    q0 = reg.preprocessor_.transform(pd.DataFrame(X[:1]))[:, m.features]
+    expected = standardise(np.vstack([part, q0]), len(part))
+    assert any(np.allclose(c, expected[:-1]) and np.any(np.all(np.isclose(q, expected[-1]), axis=1))
+               for c, q in calls[:len(np.unique(route))])
+
+
+@pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
+def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k):
+    X, y = nominal_table(n=300)
+    for j in range(30):                                  # wide: 34 features > 24
+        X[f"noise{j}"] = np.random.default_rng(j).normal(size=len(X))
+    y = y if k == 0 else np.digitize(y, np.quantile(y, np.linspace(0, 1, k + 1)[1:-1]))
+    m = Est(n_estimators=2, local_context=64).fit(X.iloc[:240], y[:240])
+    assert m.relevance_ is not None and all(mm.local is not None for mm in m.members_)
+    f = m.predict if Est is FEATRegressor else m.predict_proba
+    Xq = X.iloc[240:]
+    full = f(Xq)
+    alone = np.concatenate([f(Xq.iloc[i:i + 1]) for i in range(4)])
+    np.testing.assert_allclose(alone, full[:4], rtol=1e-5, atol=1e-6)
+    perm = np.random.default_rng(0).permutation(len(Xq))
+    np.testing.assert_allclose(f(Xq.iloc[perm]), full[perm], rtol=1e-5, atol=1e-6)
+
+
+def test_local_context_is_checked_and_can_be_switched_off():
+    X, y = nominal_table()
+    with pytest.raises(ValueError, match="local_context must be"):
+        FEATRegressor(local_context=0).fit(X, y)
+    reg = FEATRegressor(n_estimators=1, local_context=None).fit(X, y)
+    assert reg.members_[0].local is None and reg.relevance_ is None
