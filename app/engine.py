@@ -67,16 +67,18 @@ def _kwargs(params: dict, progress: Progress | None) -> dict:
 
 def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,
             params: dict, progress: Progress | None = None) -> Outcome:
-    """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes)."""
+    """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes, reading), where
+    reading is the estimator's sentence on how it read the table."""
     def go():
         if task == "classification":
             est = fe.FEATClassifier(**_kwargs(params, progress)).fit(X_train, y_train)
             proba = np.asarray(est.predict_proba(X_test), dtype=float)
             classes = list(est.classes_)
             pred = np.asarray(classes, dtype=object)[proba.argmax(axis=1)] if len(proba) else np.array([], dtype=object)
-            return {"pred": pred, "proba": proba, "classes": classes}
+            return {"pred": pred, "proba": proba, "classes": classes, "reading": est.reading_}
         est = fe.FEATRegressor(**_kwargs(params, progress)).fit(X_train, y_train)
-        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None}
+        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None,
+                "reading": est.reading_}
 
     return _call(go)
 

@@ -47,7 +47,8 @@ class _FEATBase(BaseEstimator):
     """Parameters and context handling shared by the three estimators.
 
     n_estimators: ensemble members (row permutation, feature shuffle, S-DFE draw each).
-    random_state: int for reproducible results, None for a fresh draw per call.
+    random_state: int for reproducible results, None for a fresh draw (per fit for the classifier
+        and regressor, per call for the imputer).
     device: "auto" (CUDA when available, else CPU), "cpu" or "cuda".
     max_context: context rows per member (a random subset per member); None = all rows.
     max_features: features per member; None = the width the checkpoint was pretrained on.

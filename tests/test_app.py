@@ -209,6 +209,8 @@ def test_predict_classification_evaluate_with_gbdt():
     assert len(res["test_index"]) == 30 and res["feat"]["proba"].shape == (30, 3)
     assert np.allclose(res["feat"]["proba"].sum(1), 1.0, atol=1e-5)
     assert res["gbdt"] is not None and res["gbdt"]["seconds"] > 0
+    reading = [c.value for c in at.caption if c.value.startswith("How FEAT read the table")]
+    assert reading and "1 member(s)" in reading[0] and "the whole context of 90 rows" in reading[0]
     specs = charts(at)
     assert len(specs) == 2                                             # FEAT and GBDT confusion matrices
     for s in specs:

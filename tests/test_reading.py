@@ -152,6 +152,7 @@ def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k
     y = y if k == 0 else np.digitize(y, np.quantile(y, np.linspace(0, 1, k + 1)[1:-1]))
     m = Est(n_estimators=2, local_context=64).fit(X.iloc[:240], y[:240])
     assert m.relevance_ is not None and all(mm.local is not None for mm in m.members_)
+    assert "24 of 34 features per member, most relevant first" in m.reading_ and "local parts of 64 rows" in m.reading_
     f = m.predict if Est is FEATRegressor else m.predict_proba
     Xq = X.iloc[240:]
     full = f(Xq)
@@ -167,3 +168,5 @@ def test_local_context_is_checked_and_can_be_switched_off():
         FEATRegressor(local_context=0).fit(X, y)
     reg = FEATRegressor(n_estimators=1, local_context=None).fit(X, y)
     assert reg.members_[0].local is None and reg.relevance_ is None
+    assert "target statistics for 1 nominal column(s) (state)" in reg.reading_
+    assert "all 4 features" in reg.reading_ and "the whole context of 240 rows" in reg.reading_

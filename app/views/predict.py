@@ -103,6 +103,7 @@ if res is None:
 st.divider()
 tgt, task_r, feat = res["target"], res["task"], res["feat"]
 st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} context rows")
+st.caption(f"How FEAT read the table: {feat['reading']}")
 for w in res["warnings"]:
     st.warning(f"FEAT: {w}", icon=":material/warning:")
 
