@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from feat_engine import infer_task, is_continuous
+
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
 
 FORMATS = {  # extension -> reader
@@ -412,18 +414,9 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
 # --------------------------------------------------------------------------- target
 
 def detect_task(y: pd.Series, declared: str | None = None) -> str:
-    """classification for text, bool, category or few integer values; else regression."""
-    if declared == "categorical":
-        return "classification"
-    nn = y.dropna()
-    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y) or isinstance(y.dtype, pd.CategoricalDtype):
-        return "classification"
-    if nn.empty:
-        return "regression"
-    is_int = bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
-    if is_int and nn.nunique() <= min(20, max(2, len(nn) // 5)):
-        return "classification"
-    return "regression"
+    """classification for a column declared categorical; else the engine's own rule, the one the
+    CLI's `--task auto` follows (`feat_engine.infer_task`)."""
+    return "classification" if declared == "categorical" else infer_task(y)
 
 
 def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
@@ -433,6 +426,10 @@ def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
     if nn.empty:
         raise TableError(f"target {name!r}: every value is missing.", "Pick another target column.")
     if task == "classification":
+        if is_continuous(nn):
+            raise TableError(
+                f"target {name!r}: holds numbers that are not all whole, which a classifier cannot take as classes.",
+                "Set the task to regression, or set the column's 'use as' to categorical in Data if they are classes.")
         k = nn.nunique()
         if k < 2:
             raise TableError(

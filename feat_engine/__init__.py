@@ -3,11 +3,11 @@ from .config import InferenceConfig, ModelConfig, PriorConfig, TrainConfig
 from .ensemble import load_model
 from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
-from .preprocess import FEATDataWarning, FEATInputError
+from .preprocess import FEATDataWarning, FEATInputError, infer_task, is_continuous
 from .relations import pearson_matrix, relation_matrix, spearman_matrix
 
 __all__ = [
     "FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig",
     "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "pearson_matrix", "spearman_matrix",
-    "load_model", "FEATInputError", "FEATDataWarning",
+    "load_model", "FEATInputError", "FEATDataWarning", "infer_task", "is_continuous",
 ]

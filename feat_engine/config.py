@@ -30,6 +30,7 @@ class ModelConfig:
     max_classes: int = 10         # classification head size
     d_hidden: int = 128           # hidden width of the prediction heads
     dfe_rank: int = 32            # S-DFE identity rank (d/4 in the paper)
+    slow_heads: float = 0.5       # share of AFBM heads initialised with a horizon of 500-10,000 rows
 
     def mixer(self, block: int) -> str:
         """Sample-axis mixer of block `block` ('afbm' or 'gla')."""
@@ -70,6 +71,10 @@ class PriorConfig:
     p_categorical_table: float = 0.3
     p_missing_table: float = 0.5
     p_additive: float = 0.0       # share of tables with an additive (GAM) teacher over the observed features
+    p_linear: float = 0.0         # ... with a dense linear teacher over the observed features
+    p_tree: float = 0.0           # ... with a sum of random oblivious trees over the observed features
+    p_nominal: float = 0.0        # share of synthetic tables with a many-level nominal column that moves the target
+    p_local: float = 0.0          # share of synthetic tables that are a local part of a 4x larger one
     max_missing_rate: float = 0.3
     mask_rate: tuple[float, float] = (0.05, 0.2)   # reconstruction masks on query rows
     p_impute_only: float = 0.1                      # batches where all rows are context and unlabelled

@@ -10,8 +10,9 @@ reads best (docs/design.md, "Reading real tables"): nominal columns as in-contex
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), and on long contexts the local part of the context nearest each query
 (`local_context.py`). Query rows never see each other, so a row's prediction does not
-depend on the other query rows. Bad input raises `FEATInputError` (a ValueError); `predict`
-before `fit` raises scikit-learn's `NotFittedError` (also a ValueError).
+depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
+words where its checks apply (docs/design.md, "What the estimators refuse"); sparse input is
+refused; `predict` before `fit` raises scikit-learn's `NotFittedError` (also a ValueError).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import run
@@ -32,7 +33,8 @@ from .local_context import local_contexts
 from .model import FEAT
 from .prior.batches import standardise
 from .preprocess import (
-    ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, target_rows,
+    ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
+    sklearn_words, target_rows,
 )
 from .relevance import relevance
 from .target_stats import with_target_stats
@@ -74,12 +76,30 @@ class _FEATBase(BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
+        tags.input_tags.sparse = False       # refused with a message: see `as_frame`
         return tags
 
+    def _context_frame(self, X: Any, y: Any = "no_validation", what: str = "context") -> pd.DataFrame:
+        """The context X as a DataFrame after scikit-learn's checks: `as_frame` with at least two rows,
+        and y not None where the estimator needs a target. Records `n_features_in_` and, for string
+        column names, `feature_names_in_`."""
+        frame = as_frame(X, what, min_rows=2)
+        with sklearn_words("target"):
+            validate_data(self, _sklearn_view(frame), y, skip_check_array=True)
+        return frame
+
+    def _query_frame(self, X: Any, what: str) -> pd.DataFrame:
+        """Rows to predict or impute as a DataFrame: a DataFrame's columns are matched to the context's
+        by name, in any order (the message names those at fault), then scikit-learn checks the number
+        of features ("X has 1 features, but ... is expecting 4 features as input")."""
+        frame = as_frame(X, what)
+        if isinstance(X, pd.DataFrame):
+            frame = self.preprocessor_.check_columns(frame, what)
+        with sklearn_words(what):
+            validate_data(self, _sklearn_view(frame), reset=False, skip_check_array=True)
+        return frame
+
     def _fit_features(self, X: pd.DataFrame) -> None:
-        self.n_features_in_ = X.shape[1]
-        if all(isinstance(c, str) for c in X.columns):
-            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.preprocessor_ = TablePreprocessor().fit(X)
         self.context_ = self.preprocessor_.transform(X, "context")
 
@@ -87,6 +107,13 @@ class _FEATBase(BaseEstimator):
         model, meta = resolve_model(self.checkpoint)
         return model, self.max_features or trained_max_features(meta)
 
+
+def _sklearn_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """frame for scikit-learn's feature-name checks: column names that mix strings with other types
+    (an Excel header with years, say), which scikit-learn refuses, become positions, which it does
+    not record; FEAT itself matches columns by name."""
+    mixed = len({isinstance(c, str) for c in frame.columns}) > 1
+    return frame.set_axis(range(frame.shape[1]), axis=1) if mixed else frame
 
 
 class _InContextBase(_FEATBase):
@@ -146,7 +173,7 @@ class _InContextBase(_FEATBase):
     def _query_codes(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
         """Standardised query rows, their nominal codes, and each member's routing of them."""
         check_is_fitted(self, "members_")
-        frame = as_frame(X, "query")
+        frame = self._query_frame(X, "query")
         xq = self.preprocessor_.transform(frame, "query")
         routes = [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
         return xq, self.preprocessor_.nominal_codes(frame, "query"), routes
@@ -168,10 +195,11 @@ class _InContextBase(_FEATBase):
         ctx, q = ctx[:, m.features], xq[:, m.features]
         if route is None:
             return call(ctx, yr, q, "")
-        parts = np.unique(route)
+        order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
+        parts, starts = np.unique(route[order], return_index=True)
         out = None
-        for j, p in enumerate(parts):
-            sel, rows = route == p, m.local.parts[p]
+        for j, (p, sel) in enumerate(zip(parts, np.split(order, starts[1:]))):
+            rows = m.local.parts[p]
             r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, f", part {j + 1}/{len(parts)}")
             if out is None:
                 out = np.empty((len(q),) + r.shape[1:], r.dtype)
@@ -191,11 +219,13 @@ def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regres
 
 
 def _target(y: Any) -> pd.Series:
-    """y as a Series (a single-column 2-D array is flattened)."""
-    if isinstance(y, pd.Series):
-        return y
-    y = np.asarray(y)
-    return pd.Series(y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y)
+    """y as a Series, numbers held as objects made numbers. A Series is taken as it is; anything else
+    goes through scikit-learn's `column_or_1d`, which warns (DataConversionWarning) on a column
+    vector and refuses other shapes and complex numbers."""
+    if not isinstance(y, pd.Series):
+        with sklearn_words("target"):
+            y = pd.Series(column_or_1d(y, warn=True))
+    return y.infer_objects()
 
 
 class FEATClassifier(ClassifierMixin, _InContextBase):
@@ -223,9 +253,14 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         """Store the context table X and its labels y (rows with a missing label are dropped)."""
         if self.multiclass not in ("ovr", "head"):
             raise FEATInputError(f"multiclass must be 'ovr' or 'head', got {self.multiclass!r}")
-        X, y = as_frame(X, "context"), _target(y)
+        X, y = self._context_frame(X, y), _target(y)
         keep = target_rows(y, len(X))
         y = y.iloc[keep]
+        if is_continuous(y):
+            raise FEATInputError(
+                f"Unknown label type: continuous. Target {y.name or 'y'!r} holds {y.nunique()} distinct numbers, not "
+                "all whole, which FEATClassifier cannot take as classes: use FEATRegressor to predict a number, or "
+                "pass the labels as strings if they are classes")
         self.encoder_ = ClassEncoder().fit(y)
         self.classes_ = self.encoder_.classes_
         limit = self._model()[0].cfg.max_classes
@@ -283,7 +318,7 @@ class FEATRegressor(RegressorMixin, _InContextBase):
 
     def fit(self, X: Any, y: Any) -> "FEATRegressor":
         """Store the context table X and its numeric targets y (rows with a missing target are dropped)."""
-        X, y = as_frame(X, "context"), _target(y)
+        X, y = self._context_frame(X, y), _target(y)
         keep = target_rows(y, len(X))
         self.scaler_ = TargetScaler().fit(y.iloc[keep])
         self._fit_supervised(X.iloc[keep], self.scaler_.transform(y.iloc[keep]), classification=False)
@@ -314,13 +349,13 @@ class FEATImputer(TransformerMixin, _FEATBase):
 
     def fit(self, X: Any, y: Any = None) -> "FEATImputer":
         """Store the table whose rows serve as context."""
-        self._fit_features(as_frame(X, "X"))
+        self._fit_features(self._context_frame(X, what="X"))
         return self
 
     def transform(self, X: Any) -> Any:
         """X with every NaN cell filled, in X's dtypes and categories (DataFrame in, DataFrame out)."""
         check_is_fitted(self, "context_")
-        frame = as_frame(X, "X")
+        frame = self._query_frame(X, "X")
         xz = self.preprocessor_.transform(frame, "query")
         same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
         table = xz if same else np.vstack([self.context_, xz])

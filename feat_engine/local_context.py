@@ -1,16 +1,18 @@
 """Local contexts: a long context split into overlapping parts the size the model reads well
 (docs/design.md, "Local contexts").
 
-At fit, k-means (scikit-learn's `MiniBatchKMeans`) places one centre per `size` context
-rows, in the standardised feature space weighted by each feature's relevance; each part is
-the `size` context rows nearest its centre (`NearestNeighbors`), so neighbouring parts
-overlap. At predict, a query reads the part whose centre is nearest to it: the choice
-depends on that query alone. Every step is linear in the context rows for a fixed `size`,
-except the centre-to-row distances (K x N with K = N / size), which are one batched
-matrix product.
+At fit, k-means (scikit-learn's `MiniBatchKMeans`) places one centre per `size` / overlap
+context rows, in the standardised feature space weighted by each feature's relevance; each
+part is the `size` context rows nearest its centre (`NearestNeighbors`), so neighbouring parts
+overlap. Past GROUP parts the rows are first split into coarse k-means groups and the centres
+and parts are found within each group (a group's candidates also include the rows for which
+it is the second-nearest group, so parts reach across group borders): the fit then costs
+O(N) distance computations per row-group pair instead of O(N x N / size). At predict, a
+query reads the part whose centre is nearest to it: the choice depends on that query alone.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,7 @@ from sklearn.cluster import MiniBatchKMeans
 from sklearn.neighbors import NearestNeighbors
 
 OVERLAP = 2.0   # parts per `size` context rows: how many parts read a typical row
+GROUP = 64      # parts per coarse group when the context needs more than this many
 
 
 @dataclass
@@ -39,8 +42,8 @@ class LocalContexts:
 
 def local_contexts(x: np.ndarray, size: int, weights: np.ndarray | None, seed: int,
                    overlap: float = OVERLAP) -> LocalContexts | None:
-    """Cover the (N, D) standardised context with overlap * N / size parts of `size` rows;
-    None when N < 2 * size (the whole context is then read)."""
+    """Cover the (N, D) standardised context with about overlap * N / size parts of `size`
+    rows; None when N < 2 * size (the whole context is then read)."""
     if len(x) < 2 * size:
         return None
     n_parts = max(2, round(overlap * len(x) / size))
@@ -48,8 +51,42 @@ def local_contexts(x: np.ndarray, size: int, weights: np.ndarray | None, seed: i
     w = w / w.max() if w.max() > 0 else np.ones_like(w)
     lc = LocalContexts(w, NearestNeighbors(n_neighbors=1), np.empty((0, size), np.int64))
     z = lc.space(x)
-    km = MiniBatchKMeans(n_parts, random_state=seed, batch_size=4096, n_init=1).fit(z)
-    lc.centres.fit(km.cluster_centers_)
-    rows = NearestNeighbors(n_neighbors=size, algorithm="brute").fit(z)
-    lc.parts = rows.kneighbors(km.cluster_centers_, return_distance=False)
+    rows = np.arange(len(z))
+    groups = [(rows, rows, n_parts)] if n_parts <= GROUP else _groups(z, math.ceil(n_parts / GROUP), size, overlap, seed)
+    centres, parts = [], []
+    for primary, candidates, k in groups:
+        km = MiniBatchKMeans(k, random_state=seed, batch_size=4096, n_init=1, compute_labels=False).fit(z[primary])
+        near = NearestNeighbors(n_neighbors=size, algorithm="brute").fit(z[candidates])
+        centres.append(km.cluster_centers_)
+        parts.append(candidates[near.kneighbors(km.cluster_centers_, return_distance=False)])
+    lc.centres.fit(np.concatenate(centres))
+    lc.parts = np.concatenate(parts)
     return lc
+
+
+def _groups(z: np.ndarray, n_groups: int, size: int, overlap: float,
+            seed: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """Coarse k-means groups as (primary rows, candidate rows, parts): a group's primary rows
+    are those nearest its centre, its candidates those for which it is the nearest or the
+    second-nearest (at least the `size` rows nearest its centre), and it gets parts in
+    proportion to its primary rows."""
+    km = MiniBatchKMeans(n_groups, random_state=seed, batch_size=4096, n_init=1, compute_labels=False).fit(z)
+    near = NearestNeighbors(n_neighbors=2).fit(km.cluster_centers_).kneighbors(z, return_distance=False)
+    primary = _by_group(near[:, 0], np.arange(len(z)), n_groups)
+    candidates = _by_group(near.ravel(), np.repeat(np.arange(len(z)), 2), n_groups)
+    out = []
+    for g in range(n_groups):
+        if len(primary[g]) == 0:
+            continue
+        cand = candidates[g]
+        if len(cand) < size:
+            cand = np.argpartition(((z - km.cluster_centers_[g]) ** 2).sum(1), size - 1)[:size]
+        k = min(len(primary[g]), max(1, round(overlap * len(primary[g]) / size)))
+        out.append((primary[g], np.sort(cand), k))
+    return out
+
+
+def _by_group(group: np.ndarray, rows: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """rows split by their group label (one array per group 0..n_groups-1)."""
+    order = np.argsort(group, kind="stable")
+    return np.split(rows[order], np.searchsorted(group[order], np.arange(1, n_groups)))

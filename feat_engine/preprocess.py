@@ -15,11 +15,15 @@ original table only, in its units, dtype and categories; every observed cell kee
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterator
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_array
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -36,15 +40,37 @@ class FEATDataWarning(UserWarning):
     """FEAT changed what it feeds the model (dropped a column or rows); the message names them."""
 
 
-def as_frame(X: Any, what: str = "X") -> pd.DataFrame:
-    """DataFrame view of X (array columns are named 0..D-1); raises on a non-2-D or empty table."""
-    if not isinstance(X, pd.DataFrame):
-        arr = np.asarray(X)
-        if arr.ndim != 2:
-            raise FEATInputError(f"{what} must be a 2-D table (rows x columns), got shape {arr.shape}")
-        X = pd.DataFrame(arr)
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise FEATInputError(f"{what} is empty ({X.shape[0]} rows x {X.shape[1]} columns)")
+@contextmanager
+def sklearn_words(what: str) -> Iterator[None]:
+    """Turn the ValueErrors of scikit-learn's checks into `FEATInputError`, their words kept (tools match
+    on them), prefixed with `what` (context, query, target ...)."""
+    try:
+        yield
+    except ValueError as e:
+        raise FEATInputError(f"{what}: {e}") from None
+
+
+def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
+    """DataFrame view of X (array columns are named 0..D-1) after scikit-learn's `check_array`: 2-D,
+    at least `min_rows` rows and one column, no complex numbers; sparse input is refused.
+
+    Arrays go through `check_array` itself; a DataFrame keeps its dtypes, so only its shape does
+    (and its columns are checked for complex numbers by name). Raises `FEATInputError` with
+    scikit-learn's own words ("Reshape your data", "0 feature(s)", "Complex data not supported").
+    """
+    if issparse(X):
+        raise FEATInputError(f"{what} is a sparse {type(X).__name__}: sparse input is not supported, as FEAT reads "
+                             f"every cell, zeros included; densify it with {what}.toarray() if it fits in memory "
+                             f"(dense, this one takes {np.prod(X.shape) * X.dtype.itemsize / 2**20:,.1f} MiB)")
+    frame = isinstance(X, pd.DataFrame)
+    with sklearn_words(what):
+        arr = check_array(np.broadcast_to(np.float32(0), X.shape) if frame else X, dtype=None,
+                          ensure_all_finite=False, ensure_min_samples=min_rows, input_name=what)
+    if not frame:
+        return pd.DataFrame(arr)
+    complex_columns = [c for c, t in X.dtypes.items() if pd.api.types.is_complex_dtype(t)]
+    if complex_columns:
+        raise FEATInputError(f"{what}: Complex data not supported: columns {complex_columns} hold complex numbers")
     return X
 
 
@@ -56,6 +82,12 @@ def _kind(s: pd.Series) -> str:
     if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_timedelta64_dtype(s.dtype):
         return "numeric"
     return "categorical"
+
+
+def unordered(s: pd.Series) -> bool:
+    """A categorical column whose codes carry no order: not boolean, not an ordered category."""
+    ordered = pd.api.types.is_bool_dtype(s.dtype) or (isinstance(s.dtype, pd.CategoricalDtype) and s.cat.ordered)
+    return _kind(s) == "categorical" and not ordered
 
 
 def _numeric(s: pd.Series) -> np.ndarray:
@@ -154,8 +186,7 @@ class TablePreprocessor:
         cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
         if observed.nunique() < 2:
             return "constant"
-        ordered = pd.api.types.is_bool_dtype(s.dtype) or (isinstance(s.dtype, pd.CategoricalDtype) and s.cat.ordered)
-        return _Column(s.name, kind, categories=cats, nominal=not ordered and len(cats) >= NOMINAL_MIN_LEVELS)
+        return _Column(s.name, kind, categories=cats, nominal=unordered(s) and len(cats) >= NOMINAL_MIN_LEVELS)
 
     @property
     def feature_names_(self) -> list[str]:
@@ -169,7 +200,7 @@ class TablePreprocessor:
     def nominal_codes(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
         """(N, n_nominal) level codes of the nominal columns: NaN where missing, -1 for a level
         the context never saw (target statistics then give it the context's mean)."""
-        X = self._check_columns(X, what)
+        X = self.check_columns(X, what)
         cols = [c for c in self.plan_ if c.nominal]
         out = np.empty((len(X), len(cols)))
         for j, c in enumerate(cols):
@@ -177,7 +208,8 @@ class TablePreprocessor:
             out[X[c.name].isna().to_numpy(), j] = np.nan
         return out
 
-    def _check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
+    def check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
+        """X's columns in the context's order; raises naming the columns missing or unexpected."""
         X = as_frame(X, what)
         missing = [c for c in self.columns_ if c not in X.columns]
         extra = [c for c in X.columns if c not in self.columns_]
@@ -190,7 +222,7 @@ class TablePreprocessor:
 
     def encode(self, X: pd.DataFrame, what: str = "X") -> pd.DataFrame:
         """Unscaled numeric features (category codes, datetime parts), NaN for missing."""
-        X = self._check_columns(X, what)
+        X = self.check_columns(X, what)
         return pd.DataFrame(self._encode(X), columns=self.feature_names_, index=X.index)
 
     def transform(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
@@ -203,7 +235,7 @@ class TablePreprocessor:
 
         Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant.
         """
-        X = self._check_columns(X, "X")
+        X = self.check_columns(X, "X")
         out = X.copy()
         raw = np.asarray(Z, dtype=np.float64) * self.std_ + self.mean_
         j = 0
@@ -250,14 +282,22 @@ def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
 
 # -- targets -----------------------------------------------------------------------------
 
+def is_continuous(y: pd.Series) -> bool:
+    """Whether the observed values of y are what scikit-learn's `type_of_target` calls continuous:
+    numbers, not all of them whole. A classifier refuses such a target; `infer_task` calls it regression."""
+    if _kind(y) != "numeric":
+        return False
+    v = _numeric(y)
+    v = v[np.isfinite(v)]
+    return len(v) > 0 and type_of_target(v) == "continuous"
+
+
 def infer_task(y: pd.Series, max_classes: int = 10) -> str:
-    """'regression' for numeric targets with more than `max_classes` values or fractional ones."""
-    obs = y.dropna()
-    if pd.api.types.is_bool_dtype(y.dtype) or _kind(y) != "numeric":
-        return "classification"
-    v = _numeric(obs)
-    whole = np.all(v[np.isfinite(v)] == np.round(v[np.isfinite(v)]))
-    return "classification" if whole and obs.nunique() <= max_classes else "regression"
+    """'regression' for a continuous target or a numeric one of more than `max_classes` values; else
+    'classification' (text, booleans, categories, a few whole numbers). The one rule behind the
+    CLI's `--task auto` and the app's task detection."""
+    many = _kind(y) == "numeric" and y.nunique() > max_classes
+    return "regression" if many or is_continuous(y) else "classification"
 
 
 def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
@@ -265,6 +305,8 @@ def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
     y = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y)
     if len(y) != n_rows:
         raise FEATInputError(f"target {name!r} has {len(y)} values but the table has {n_rows} rows")
+    if pd.api.types.is_complex_dtype(y.dtype):
+        raise FEATInputError(f"target {name!r}: Complex data not supported")
     keep = y.notna().to_numpy()
     if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
         keep = keep & np.isfinite(_numeric(y))

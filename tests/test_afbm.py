@@ -158,3 +158,15 @@ def test_bf16_autocast_close_to_fp32():
     assert torch.isfinite(out).all()
     assert rel_err(out.float(), ref) < 5e-2
     assert rel_err(sf16, sf) < 2e-2 and rel_err(sb16, sb) < 2e-2
+
+
+def test_slow_heads_start_with_long_horizons():
+    """At init a state decays by e over 1 / (softplus(dt_bias) |A|) rows: the slow share of the
+    heads must reach past 500 rows, the others keep Mamba-2's short range."""
+    torch.manual_seed(0)
+    m = AFBM(ModelConfig(ssm_heads=8, slow_heads=0.5))
+    horizon = 1.0 / (torch.nn.functional.softplus(m.dt_bias) * torch.exp(m.A_log)).detach()
+    assert (horizon[4:] >= 500).all() and (horizon[4:] <= 10_000).all()
+    assert (horizon[:4] <= 1_000).all()
+    none_slow = AFBM(ModelConfig(ssm_heads=8, slow_heads=0.0))
+    assert (1.0 / (torch.nn.functional.softplus(none_slow.dt_bias) * torch.exp(none_slow.A_log)) <= 1_000).all()

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from feat_engine.config import PriorConfig
-from feat_engine.prior import real
-from feat_engine.prior.batches import make_batch, standardise
-from feat_engine.prior.scm import _additive_teacher, kumaraswamy_warp, prototype_roots, sample_scm, scale_free_dag
+from feat_engine.prior import batches, real
+from feat_engine.prior.batches import local_part, make_batch, standardise
+from feat_engine.prior.scm import (SCMTable, _additive_teacher, _linear_teacher, _tree_teacher, kumaraswamy_warp,
+                                   prototype_roots, sample_scm, scale_free_dag)
 
 
 def test_dag_is_acyclic_and_has_hubs():
@@ -67,6 +69,80 @@ def test_additive_share_is_off_by_default_and_changes_tables_when_on():
     gam = sample_scm(np.random.default_rng(4), 200, 6, "regression", p_additive=1.0)
     assert np.array_equal(base.y, same.y) and np.array_equal(base.X, same.X, equal_nan=True)
     assert not np.allclose(base.y, gam.y) and np.isfinite(gam.y).all()
+
+
+def test_linear_teacher_is_exactly_linear_and_dense():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 5))
+    f = _linear_teacher(X, 2, rng)
+    w, *_ = np.linalg.lstsq(X, f, rcond=None)
+    assert np.abs(X @ w - f).max() < 1e-9 and np.all(np.abs(w) > 0)
+
+
+def test_tree_teacher_is_a_step_function_with_few_steps():
+    # on one feature, at most 32 trees x depth 4 thresholds: the output changes value at most 128 times
+    rng = np.random.default_rng(7)
+    x = np.sort(rng.normal(size=(2000, 1)), axis=0)
+    for _ in range(10):
+        f = _tree_teacher(x, 1, rng)[:, 0]
+        changes = np.count_nonzero(np.diff(f))
+        assert 0 < changes <= 128
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_nominal_share_adds_a_many_level_column_that_moves_the_target(task):
+    shares = []
+    for seed in range(8):
+        t = sample_scm(np.random.default_rng(seed), 2000, 5, task, 2, p_categorical=0.0, p_missing=0.0, p_nominal=1.0)
+        if len(t.nominal) == 0:      # overwritten by the prior's occasional duplicated or constant column
+            continue
+        col = t.X[:, t.nominal[0]]
+        assert np.all(col == np.round(col)) and len(np.unique(col)) >= 3
+        level_mean = pd.Series(t.y).groupby(col).transform("mean").to_numpy()
+        shares.append(np.var(level_mean) / np.var(t.y))      # target variance explained by the level
+    assert len(shares) >= 5 and np.mean(shares) > 0.15
+    off = sample_scm(np.random.default_rng(0), 2000, 5, task, 2, p_categorical=0.0, p_missing=0.0)
+    assert len(off.nominal) == 0
+
+
+def test_batches_hand_nominal_columns_over_as_target_statistics(monkeypatch):
+    """A level column whose levels carry the target in random order: its raw codes barely
+    correlate with y, its cross-fitted statistics (what the estimators hand the model) do."""
+    def table(rng, n, d, task, *args, **kwargs):
+        level = rng.integers(0, 12, n)
+        X = rng.normal(size=(n, d))
+        X[:, 0] = level
+        y = rng.normal(size=12)[level] + 0.1 * rng.normal(size=n)
+        return SCMTable(X, y, task, 0, np.zeros((d, d), bool), "test", np.array([0]))
+
+    monkeypatch.setattr(batches, "sample_scm", table)
+    cfg = PriorConfig(min_rows=200, max_rows=256, min_features=4, max_features=4, p_real=0.0,
+                      p_classification=0.0, p_impute_only=0.0)
+    for index in range(3):
+        bt = make_batch(0, index, cfg, None)
+        for x, y in zip(bt.x_true, bt.y):
+            ctx = slice(0, bt.n_ctx)
+            corr = [abs(np.corrcoef(x[ctx, j], y[ctx])[0, 1]) for j in range(x.shape[1])]
+            assert max(corr) > 0.9
+
+
+def test_local_part_is_the_rows_nearest_one_row_ignoring_nominal_columns():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 3)) * [1.0, 10.0, 1.0]
+    X[:, 2] = rng.integers(0, 50, 400)                       # nominal codes: no order, not a distance
+    rows = local_part(X, 100, np.array([2]), np.random.default_rng(9))
+    centre = int(np.random.default_rng(9).integers(400))
+    z = (X[:, :2] - X[:, :2].mean(0)) / X[:, :2].std(0)
+    d = ((z - z[centre]) ** 2).sum(1)
+    assert set(rows) == set(np.argsort(d)[:100]) and centre in rows
+    assert np.all(X[rows, :2].std(0) < 0.8 * X[:, :2].std(0))   # a part is narrower than the table
+
+
+def test_local_share_builds_batches_of_parts():
+    cfg = PriorConfig(max_rows=128, max_features=6, p_real=0.0, p_local=1.0)
+    for i in range(6):
+        bt = make_batch(3, i, cfg, None)
+        assert bt.x.shape[:2] == bt.y.shape and np.isfinite(bt.y).all()
 
 
 def test_standardise_uses_context_statistics_only():

@@ -5,14 +5,16 @@ import pandas as pd
 import pytest
 
 import feat_engine.estimators as est_mod
+import feat_engine.local_context as lc_mod
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
-from feat_engine.local_context import OVERLAP, local_contexts
+from feat_engine.local_context import GROUP, OVERLAP, local_contexts
 from feat_engine.prior.batches import standardise
 from feat_engine.preprocess import TablePreprocessor
 from feat_engine.relevance import relevance
 from feat_engine.target_stats import with_target_stats
+from sklearn.neighbors import NearestNeighbors
 
 
 def nominal_table(n=240, levels=12, seed=0):
@@ -101,6 +103,29 @@ def test_local_contexts_split_blobs_and_route_queries_to_their_blob():
     q = x[::7]
     centre = np.array([lc4.parts[p] for p in lc4.route(q)])        # the part a row reads holds its neighbours
     assert all(np.isin(blob[c], blob[i]).all() for c, i in zip(centre, range(0, 300, 7)))
+
+
+def test_grouped_local_contexts_match_the_flat_ones(monkeypatch):
+    """Past GROUP parts, centres and parts are found within coarse groups (a linear fit). The
+    parts must be as local as the flat search's: as many of each part's rows among the rows
+    nearest the part's mean, and the cover as wide."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6000, 3)).astype(np.float32)
+    size = 24
+
+    def locality(lc) -> float:
+        exact = NearestNeighbors(n_neighbors=size).fit(x).kneighbors(x[lc.parts].mean(1), return_distance=False)
+        return float(np.mean([len(np.intersect1d(p, e)) / size for p, e in zip(lc.parts, exact)]))
+
+    grouped = local_contexts(x, size, None, seed=0)
+    n_parts = round(OVERLAP * len(x) / size)
+    assert n_parts > GROUP and abs(len(grouped.parts) - n_parts) <= 0.05 * n_parts
+    monkeypatch.setattr(lc_mod, "GROUP", 10**9)
+    flat = local_contexts(x, size, None, seed=0)
+    assert grouped.parts.shape[1] == size and len(flat.parts) == n_parts
+    assert locality(grouped) > locality(flat) - 0.02 and locality(flat) > 0.8
+    assert len(np.unique(grouped.parts)) > 0.95 * len(np.unique(flat.parts))
+    assert (grouped.route(x[:200]) < len(grouped.parts)).all()
 
 
 def recording_run(calls):

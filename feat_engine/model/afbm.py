@@ -30,6 +30,18 @@ from .kernels import selective_scan
 LONG = 64
 
 
+def _init_decay(heads: int, slow: int) -> tuple[Tensor, Tensor]:
+    """Initial step dt and rate |A| per head. A state decays by e over 1 / (dt |A|) rows.
+    Mamba-2's ranges (dt log-uniform on [1e-3, 0.1], |A| on [1, 16]: 0.6 to 1,000 rows) for
+    the first heads; the last `slow` heads start slow (dt on [1e-4, 1e-3], |A| on [1, 2]:
+    500 to 10,000 rows), so that a long context reaches the queries through the scan."""
+    fast = heads - slow
+    log_dt = torch.cat([torch.empty(fast).uniform_(math.log(1e-3), math.log(0.1)),
+                        torch.empty(slow).uniform_(math.log(1e-4), math.log(1e-3))])
+    A = torch.cat([torch.empty(fast).uniform_(1, 16), torch.empty(slow).uniform_(1, 2)])
+    return torch.exp(log_dt), A
+
+
 class AFBM(nn.Module):
     """Bidirectional Mamba-2 sample-axis mixer. Input and output: (b, N, d) for b column sequences."""
 
@@ -40,9 +52,9 @@ class AFBM(nn.Module):
         self.heads, self.head_dim, self.d_state = h, self.d_inner // h, n
         self.chunk_size = cfg.chunk_size
         self.in_proj = nn.Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt
-        dt = torch.exp(torch.rand(h) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+        dt, A = _init_decay(h, round(cfg.slow_heads * h))
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))   # softplus^-1(dt)
-        self.A_log = nn.Parameter(torch.log(torch.empty(h).uniform_(1, 16)))
+        self.A_log = nn.Parameter(torch.log(A))
         self.D = nn.Parameter(torch.ones(h))
         self.norm = nn.RMSNorm(2 * self.d_inner)
         self.fuse = nn.Linear(2 * self.d_inner, d)                        # W_fuse

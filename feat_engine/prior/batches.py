@@ -11,12 +11,13 @@ import multiprocessing as mp
 import os
 import queue
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
+from ..target_stats import with_target_stats
 from .masks import make_mask
 from .real import TableRef, allowlist, sample_real_task
 from .scm import sample_scm
@@ -84,30 +85,45 @@ def _compact_labels(y: np.ndarray, n_ctx: int) -> tuple[np.ndarray, int] | None:
     return np.searchsorted(present, y).astype(float), len(present)
 
 
+LOCAL_POOL = 4      # a local part is drawn from a table this many times larger
+
+
+def local_part(X: np.ndarray, n: int, nominal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the n rows nearest a random row, in the standardised feature space with the
+    nominal columns left out (their codes have no order) and NaN at the mean: the kind of
+    part the estimators' local contexts hand the model (`feat_engine.local_context`)."""
+    z = np.nan_to_num(standardise(X, len(X)), nan=0.0)
+    z[:, nominal] = 0.0
+    dist = ((z - z[int(rng.integers(len(z)))]) ** 2).sum(1)
+    return np.argpartition(dist, n - 1)[:n]
+
+
 def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int):
-    """One (X, y, n_classes) table or None when the draw is rejected."""
+    """One (X, y, n_classes, nominal feature indices) table or None when the draw is rejected."""
     if real:
         t = sample_real_task(rng, refs, task, n, d, cfg.max_classes)
         if t is None:
             return None
-        X, y = t.X, t.y
     else:
-        t = sample_scm(rng, n, d, task, _n_classes(rng, cfg), cfg.p_categorical_table,
-                       cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive)
-        X, y = t.X, t.y
-    perm = rng.permutation(n)
-    X, y = X[perm][:, rng.permutation(d)], y[perm]
+        local = cfg.p_local > 0 and rng.uniform() < cfg.p_local
+        t = sample_scm(rng, LOCAL_POOL * n if local else n, d, task, _n_classes(rng, cfg), cfg.p_categorical_table,
+                       cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive, cfg.p_linear, cfg.p_tree,
+                       cfg.p_nominal)
+        if local:
+            rows = local_part(t.X, n, t.nominal, rng)
+            t = replace(t, X=t.X[rows], y=t.y[rows])
+    perm, fperm = rng.permutation(n), rng.permutation(d)
+    X, y = t.X[perm][:, fperm], t.y[perm]
+    nominal = np.flatnonzero(np.isin(fperm, t.nominal))
+    k = 0
     if task == "classification":
         out = _compact_labels(y, n_ctx)
         if out is None:
             return None
         y, k = out
-        if not real and not _has_signal(X, y, n_ctx, task) and rng.uniform() < 0.9:
-            return None
-        return X, y, k
     if not real and not _has_signal(X, y, n_ctx, task) and rng.uniform() < 0.9:
         return None
-    return X, y, 0
+    return X, y, k, nominal
 
 
 def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
@@ -134,9 +150,13 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
 
     xs, xt, rec, ys, ks = [], [], [], [], []
     lo, hi = cfg.mask_rate
-    for X, y, k in tables:
+    for X, y, k, nominal in tables:
         Xs = standardise(X, n_ctx)
-        ys.append(y if task == "classification" else _standardise_target(y, n_ctx))
+        y = y if task == "classification" else _standardise_target(y, n_ctx)
+        if not impute_only and k <= 2 and len(nominal):    # as the estimators hand nominal columns over
+            Xs[:n_ctx], Xs[n_ctx:] = with_target_stats(Xs[:n_ctx], y[:n_ctx], Xs[n_ctx:], X[:n_ctx, nominal],
+                                                       X[n_ctx:, nominal], nominal, int(rng.integers(2**31 - 1)))
+        ys.append(y)
         rate = rng.uniform(lo, hi) if not impute_only else rng.uniform(0.1, 0.3)
         m = np.zeros((n, d), dtype=bool)
         if n_ctx < n:

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..preprocess import NOMINAL_MIN_LEVELS, unordered
+
 ALLOWLIST_ENV = "FEAT_PRETRAIN_ALLOWLIST"
 DEFAULT_ALLOWLIST = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "pretrain_allowlist.txt"
 
@@ -93,6 +95,7 @@ class RealTask:
     task: str
     n_classes: int
     name: str
+    nominal: np.ndarray  # indices of the features the estimators would call nominal
 
 
 def sample_real_task(
@@ -127,14 +130,17 @@ def sample_real_task(
             if rng.uniform() < 0.3 and y.min() > 0:
                 y = np.log(y)          # a heavy-tailed target as analysts often model it
             n_cls = 0
-        feats = []
+        feats, nominal = [], []
         for c in rng.permutation([c for c in cols if c != target]):
             v = encode_column(sub[c], rng)
             if v is not None:
+                if unordered(sub[c]) and len(np.unique(v[np.isfinite(v)])) >= NOMINAL_MIN_LEVELS:
+                    nominal.append(len(feats))
                 feats.append(v)
             if len(feats) == n_features:
                 break
         if len(feats) < n_features:
             continue
-        return RealTask(np.stack(feats, 1), y, task, n_cls, f"{ref.package}/{ref.item}:{target}")
+        return RealTask(np.stack(feats, 1), y, task, n_cls, f"{ref.package}/{ref.item}:{target}",
+                        np.asarray(nominal, dtype=np.int64))
     return None

@@ -8,9 +8,13 @@
           with a random SNR: nominal classes from its logits, quantile classes, or a
           continuous value; continuous marginals warped by Kumaraswamy CDFs
 
-Beyond the paper: with probability p_additive the teacher is instead additive in the
-observed features (a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), the
-dense near-linear dependence real tables are full of and the sparse teacher rarely draws;
+Beyond the paper, the teacher may instead read the observed features directly: additive
+(p_additive: a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), dense linear
+(p_linear: every feature with a Gaussian weight), or a sum of random oblivious trees
+(p_tree: axis-aligned splits at data quantiles, as in TabPFN v2's tree-based SCMs); these
+are the dependences real tables are full of and the sparse teacher rarely draws. With
+probability p_nominal one feature is a nominal column of 3-200 levels (Zipf-like
+frequencies) whose per-level effect carries a random share of the target. Also:
 categorical columns (integer codes in random order, as the preprocessing presents them at
 inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns. Every table
 is permuted over rows, features and class labels by the caller (`batches.py`).
@@ -44,6 +48,7 @@ class SCMTable:
     n_classes: int
     edges: np.ndarray
     mechanism: str
+    nominal: np.ndarray        # indices of the features whose codes are unordered levels
 
 
 def _standardise(v: np.ndarray) -> np.ndarray:
@@ -133,6 +138,31 @@ def _additive_teacher(X_obs: np.ndarray, n_out: int, rng: np.random.Generator) -
     return G @ w
 
 
+def _linear_teacher(X_obs: np.ndarray, n_out: int, rng: np.random.Generator) -> np.ndarray:
+    """Dense linear teacher: every observed feature with a standard-normal weight."""
+    return X_obs @ rng.normal(size=(X_obs.shape[1], n_out))
+
+
+def _tree_teacher(X_obs: np.ndarray, n_out: int, rng: np.random.Generator) -> np.ndarray:
+    """Sum of 1-32 random oblivious trees of depth 1-4 over the observed features: each level
+    splits one feature at a random quantile of its values, each leaf holds N(0, 1) outputs."""
+    out = np.zeros((len(X_obs), n_out))
+    for _ in range(int(rng.integers(1, 33))):
+        depth = int(rng.integers(1, 5))
+        feats = rng.choice(X_obs.shape[1], size=depth)
+        thresholds = [np.quantile(X_obs[:, f], rng.uniform(0.1, 0.9)) for f in feats]
+        leaf = (X_obs[:, feats] > thresholds) @ (1 << np.arange(depth))
+        out += rng.normal(size=(2 ** depth, n_out))[leaf]
+    return out
+
+
+def _nominal_levels(n_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """(level of each row, number of levels): L log-uniform on [3, 200], Zipf-like frequencies."""
+    n_levels = int(np.exp(rng.uniform(np.log(3), np.log(200))))
+    p = 1.0 / np.arange(1, n_levels + 1) ** rng.uniform(0.5, 1.2)
+    return rng.choice(n_levels, size=n_rows, p=p / p.sum()), n_levels
+
+
 def _missing(X: np.ndarray, rng: np.random.Generator, max_rate: float) -> None:
     """MCAR everywhere, plus MAR (depends on another column) or MNAR (on the value itself) columns."""
     n, d = X.shape
@@ -148,9 +178,10 @@ def _missing(X: np.ndarray, rng: np.random.Generator, max_rate: float) -> None:
 def sample_scm(
     rng: np.random.Generator, n_rows: int, n_features: int, task: str, n_classes: int = 2,
     p_categorical: float = 0.3, p_missing: float = 0.5, max_missing_rate: float = 0.3,
-    p_additive: float = 0.0,
+    p_additive: float = 0.0, p_linear: float = 0.0, p_tree: float = 0.0, p_nominal: float = 0.0,
 ) -> SCMTable:
-    """Draw one table from the hybrid SCM prior."""
+    """Draw one table from the hybrid SCM prior. The p_* shares of the observed-feature
+    teachers add up to at most 1; a share of 0 leaves the random stream as it was."""
     n_hidden = int(rng.integers(0, max(2, n_features // 2) + 1))
     n_nodes = n_features + n_hidden + 1
     n_roots = int(rng.integers(1, max(2, n_nodes // 3) + 1))
@@ -168,10 +199,18 @@ def sample_scm(
     # observed features: a random subset of the non-root-only pool, hubs and leaves alike
     feat_nodes = np.sort(rng.choice(n_nodes, size=n_features, replace=False))
     Zs = _standardise_cols(Z)
-    additive = p_additive > 0 and rng.uniform() < p_additive   # (p_additive = 0 leaves the random stream as it was)
+    u = rng.uniform() if p_additive + p_linear + p_tree > 0 else 1.0
+    direct = next((f for f, edge in ((_additive_teacher, p_additive), (_linear_teacher, p_additive + p_linear),
+                                     (_tree_teacher, p_additive + p_linear + p_tree)) if u < edge), None)
+    levels = _nominal_levels(n_rows, rng) if p_nominal > 0 and rng.uniform() < p_nominal else None
+    share = rng.uniform(0.2, 0.8) if levels is not None else 0.0   # of the target's variance
 
     def teacher(n_out: int) -> np.ndarray:
-        return _additive_teacher(Zs[:, feat_nodes], n_out, rng) if additive else _teacher(Zs, n_out, rng)
+        out = direct(Zs[:, feat_nodes], n_out, rng) if direct else _teacher(Zs, n_out, rng)
+        if levels is None:
+            return out
+        effect = rng.normal(size=(levels[1], n_out))[levels[0]]
+        return np.sqrt(1 - share) * _standardise_cols(out) + np.sqrt(share) * _standardise_cols(effect)
     snr = np.exp(rng.uniform(np.log(0.3), np.log(30.0)))
     if task == "regression":
         t = _standardise(teacher(1)[:, 0])
@@ -195,13 +234,22 @@ def sample_scm(
     for j in range(n_features):
         if rng.uniform() < 0.3:
             X[:, j] = kumaraswamy_warp(X[:, j], rng)
+    nominal = set()
     if rng.uniform() < p_categorical:
         for j in rng.choice(n_features, size=int(rng.integers(1, n_features + 1)), replace=False):
             X[:, j] = _categorise(X[:, j], rng)
-    if n_features >= 3 and rng.uniform() < 0.05:
-        X[:, int(rng.integers(n_features))] = X[:, int(rng.integers(n_features))]   # duplicated column
-    if n_features >= 3 and rng.uniform() < 0.03:
-        X[:, int(rng.integers(n_features))] = rng.normal()                           # constant column
+            nominal.add(int(j))
+    if levels is not None:
+        j = int(rng.integers(n_features))
+        X[:, j] = rng.permutation(levels[1])[levels[0]].astype(float)
+        nominal.add(j)
+    if n_features >= 3 and rng.uniform() < 0.05:                                     # duplicated column
+        src = int(rng.integers(n_features))
+        dst = int(rng.integers(n_features))
+        X[:, dst] = X[:, src]
+        (nominal.add if src in nominal else nominal.discard)(dst)
+    if n_features >= 3 and rng.uniform() < 0.03:                                     # constant column
+        X[:, int(rng.integers(n_features))] = rng.normal()
     if rng.uniform() < p_missing:
         _missing(X, rng, max_missing_rate)
 
@@ -212,7 +260,8 @@ def sample_scm(
             for p in pa:
                 if p in pos:
                     edges[pos[p], pos[j_node]] = True
-    return SCMTable(X, y, task, n_cls, edges, str(family))
+    nominal = np.array(sorted(j for j in nominal if len(np.unique(X[:, j][np.isfinite(X[:, j])])) >= 3), dtype=np.int64)
+    return SCMTable(X, y, task, n_cls, edges, str(family), nominal)
 
 
 def _standardise_cols(M: np.ndarray) -> np.ndarray:
