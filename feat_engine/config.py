@@ -109,6 +109,7 @@ class TrainConfig:
     out_dir: str = "runs/pretrain"
     max_steps: int = 10**9
     threads: int = 0               # torch intra-op threads (0: torch default)
+    slow_down_init: bool = False   # --init-from: give model.slow_heads of each AFBM's heads slow decay (AFBM.slow_down)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -170,3 +170,17 @@ def test_slow_heads_start_with_long_horizons():
     assert (horizon[:4] <= 1_000).all()
     none_slow = AFBM(ModelConfig(ssm_heads=8, slow_heads=0.0))
     assert (1.0 / (torch.nn.functional.softplus(none_slow.dt_bias) * torch.exp(none_slow.A_log)) <= 1_000).all()
+
+
+def test_slow_down_gives_the_longest_heads_slow_decay_and_keeps_the_rest():
+    """Weights trained with fast heads only: the `share` of heads with the longest horizons get
+    the slow initial range, the other heads' parameters are untouched."""
+    torch.manual_seed(1)
+    m = AFBM(ModelConfig(ssm_heads=4, slow_heads=0.0))
+    before = m.horizons()
+    keep = before.argsort()[:2]
+    dt_keep, a_keep = m.dt_bias[keep].clone(), m.A_log[keep].clone()
+    m.slow_down(0.5)
+    after = m.horizons()
+    assert int((after >= 500).sum()) == 2 and (after[keep] < 500).all()
+    assert torch.equal(m.dt_bias[keep], dt_keep) and torch.equal(m.A_log[keep], a_keep)

@@ -131,6 +131,10 @@ def test_init_from_a_shipped_checkpoint(tmp_path):
     assert (tr.step, tr.tables_seen, tr.train_seconds) == (40, 1234, 1800.0)
     for k, v in src.state_dict().items():
         torch.testing.assert_close(tr.model.state_dict()[k], v.half().float() if v.is_floating_point() else v)
+    slowed = Trainer(TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "s"), "slow_down_init": True}),
+                     init_from=str(tmp_path / "ship.pt"))
+    afbms = [b.mixer for b in slowed.model.blocks if hasattr(b.mixer, "slow_down")]
+    assert afbms and all(int((m.horizons() >= 500).sum()) >= round(cfg.model.slow_heads * m.heads) for m in afbms)
     other = TrainConfig.from_dict({**TINY, "model": {**TINY["model"], "d_model": 16, "d_hidden": 16}, "out_dir": str(tmp_path / "o")})
     with pytest.raises(ValueError, match="differs"):
         Trainer(other, init_from=str(tmp_path / "ship.pt"))

@@ -42,6 +42,11 @@ def _init_decay(heads: int, slow: int) -> tuple[Tensor, Tensor]:
     return torch.exp(log_dt), A
 
 
+def _dt_bias(dt: Tensor) -> Tensor:
+    """softplus^-1(dt): the bias that gives step dt at zero input."""
+    return dt + torch.log(-torch.expm1(-dt))
+
+
 class AFBM(nn.Module):
     """Bidirectional Mamba-2 sample-axis mixer. Input and output: (b, N, d) for b column sequences."""
 
@@ -53,11 +58,26 @@ class AFBM(nn.Module):
         self.chunk_size = cfg.chunk_size
         self.in_proj = nn.Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt
         dt, A = _init_decay(h, round(cfg.slow_heads * h))
-        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))   # softplus^-1(dt)
+        self.dt_bias = nn.Parameter(_dt_bias(dt))
         self.A_log = nn.Parameter(torch.log(A))
         self.D = nn.Parameter(torch.ones(h))
         self.norm = nn.RMSNorm(2 * self.d_inner)
         self.fuse = nn.Linear(2 * self.d_inner, d)                        # W_fuse
+
+    def horizons(self) -> Tensor:
+        """Rows over which each head's state decays by e at zero input: 1 / (softplus(dt_bias) |A|)."""
+        return 1 / (F.softplus(self.dt_bias.float()) * torch.exp(self.A_log.float()))
+
+    @torch.no_grad()
+    def slow_down(self, share: float) -> None:
+        """Give the `share` of heads with the longest horizons the slow initial decay of
+        `_init_decay` (for weights trained before slow heads existed); the others are kept."""
+        slow = round(share * self.heads)
+        if slow:
+            dt, A = _init_decay(slow, slow)
+            idx = self.horizons().argsort(descending=True)[:slow]
+            self.dt_bias[idx] = _dt_bias(dt).to(self.dt_bias.dtype)
+            self.A_log[idx] = torch.log(A).to(self.A_log.dtype)
 
     def _project(self, u: Tensor):
         z, x, B, C, dt = self.in_proj(u).split([self.d_inner, self.d_inner, self.d_state, self.d_state, self.heads], -1)

@@ -22,6 +22,7 @@ from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config import TrainConfig
 from ..inference import cpu_name, native_bf16
 from ..model import FEAT
+from ..model.afbm import AFBM
 from ..prior.batches import Batch, BatchStream
 from ..prior.real import allowlist
 from .evaluate import baseline_scores, evaluate, real_eval_tasks, summarise
@@ -95,6 +96,10 @@ class Trainer:
         if model.cfg != self.cfg.model:
             raise ValueError(f"{path}: its model config {model.cfg} differs from the run's {self.cfg.model}")
         self.model.load_state_dict(model.state_dict())
+        if self.cfg.slow_down_init:
+            for blk in self.model.blocks:
+                if isinstance(blk.mixer, AFBM):
+                    blk.mixer.slow_down(self.cfg.model.slow_heads)
         self.step, self.tables_seen = int(meta.get("step", 0)), int(meta.get("tables_seen", 0))
         self.train_seconds = float(meta.get("train_hours", 0.0)) * 3600
 
