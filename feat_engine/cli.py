@@ -15,7 +15,7 @@ import warnings
 import pandas as pd
 
 from .checkpoint import CheckpointError
-from .estimators import FEATClassifier, FEATImputer, FEATRegressor
+from .estimators import LOCAL_CONTEXT, FEATClassifier, FEATImputer, FEATRegressor
 from .io import read_table, table_format, write_table
 from .preprocess import FEATInputError, infer_task
 from .relations import pearson_matrix, relation_matrix, spearman_matrix
@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--query", required=True, help="rows to predict (the target column, if present, is ignored)")
     pr.add_argument("--task", choices=["auto", "classification", "regression"], default="auto")
     pr.add_argument("--max-context", type=int, default=None, help="cap on context rows per ensemble member")
+    pr.add_argument("--local-context", type=int, default=LOCAL_CONTEXT,
+                    help=f"rows per local context on long tables; 0 reads the whole context (default {LOCAL_CONTEXT})")
     im = sub.add_parser("impute", parents=[common], help="fill the missing cells of a table")
     im.add_argument("table")
     im.add_argument("--max-context", type=int, default=None, help="impute in blocks of this many rows")
@@ -58,10 +60,13 @@ def _predict(a: argparse.Namespace) -> pd.DataFrame:
     query = query.drop(columns=[a.target], errors="ignore")
     task = infer_task(y) if a.task == "auto" else a.task
     kw = dict(n_estimators=a.n_estimators, random_state=a.seed, device=a.device, max_context=a.max_context,
-              checkpoint=a.checkpoint, progress=_progress)
+              checkpoint=a.checkpoint, progress=_progress, local_context=a.local_context or None)
     if task == "regression":
-        return pd.DataFrame({a.target: FEATRegressor(**kw).fit(X, y).predict(query)}, index=query.index)
+        reg = FEATRegressor(**kw).fit(X, y)
+        print(f"feat: {reg.reading_}", file=sys.stderr)
+        return pd.DataFrame({a.target: reg.predict(query)}, index=query.index)
     clf = FEATClassifier(**kw).fit(X, y)
+    print(f"feat: {clf.reading_}", file=sys.stderr)
     proba = clf.predict_proba(query)
     out = pd.DataFrame(proba, columns=[f"p({c})" for c in clf.classes_], index=query.index)
     out.insert(0, a.target, clf.classes_[proba.argmax(1)])

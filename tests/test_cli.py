@@ -46,6 +46,22 @@ def test_predict_regression(tables):
     assert list(out.columns) == ["a"] and out["a"].dtype == float and len(out) == 20
 
 
+def test_predict_says_how_it_read_the_table_and_takes_local_contexts(tmp_path, capsys):
+    """The reading_ sentence goes to stderr; --local-context 0 reads the whole context, a small
+    --local-context splits it into parts, and both give probabilities for every query row."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
+    df["y"] = np.where(df["a"] + df["b"] > 0, "yes", "no")
+    df.to_csv(tmp_path / "t.csv", index=False)
+    args = ["predict", "--context", str(tmp_path / "t.csv"), "--target", "y", "--query", str(tmp_path / "t.csv"),
+            "-o", str(tmp_path / "p.csv"), "--n-estimators", "1"]
+    assert main([*args, "--local-context", "0"]) == 0
+    assert "the whole context of 300 rows" in capsys.readouterr().err
+    assert main([*args, "--local-context", "64"]) == 0
+    assert "local parts of" in capsys.readouterr().err
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 300
+
+
 def test_impute_parquet(tables):
     d, holes = tables
     assert main(["impute", str(d / "holes.parquet"), "-o", str(d / "filled.parquet"), "--n-estimators", "1"]) == 0
