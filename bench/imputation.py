@@ -7,7 +7,9 @@ generator `feat_engine.prior.masks.make_mask` (cell 50%, stripe 30%, block 20%).
 fills the hidden cells from the rest of the table; the hidden truth is known.
 
 Methods:
-  feat          FEATImputer(n_estimators).fit_transform on the DataFrame (categoricals as category)
+  feat          FEATImputer(n_estimators).fit_transform on the DataFrame (categoricals as category):
+                the default, chained in-context predictions per column
+  feat-recon    the same with method="reconstruction" (the imputation head)
   mean/mode     column mean (numeric) / most frequent level (categorical)
   knn           KNNImputer(n_neighbors=5) on the standardised table
   iter-bayes    IterativeImputer(BayesianRidge) on the standardised table
@@ -37,8 +39,8 @@ import pandas as pd
 
 import common as C
 
-METHODS = ["feat", "mean/mode", "knn", "iter-bayes", "iter-trees"]
-LABEL = {"feat": "FEAT", "mean/mode": "mean/mode", "knn": "KNNImputer", "iter-bayes": "Iterative (BayesianRidge)",
+METHODS = ["feat", "feat-recon", "mean/mode", "knn", "iter-bayes", "iter-trees"]
+LABEL = {"feat": "FEAT", "feat-recon": "FEAT (reconstruction)", "mean/mode": "mean/mode", "knn": "KNNImputer", "iter-bayes": "Iterative (BayesianRidge)",
          "iter-trees": "Iterative (ExtraTrees)"}
 QUICK_TABLES = ["phoneme", "compas_two_year_recid", "concrete_strength", "cps1988_wage", "adult_income"]
 
@@ -76,8 +78,8 @@ def impute(method: str, Xm: pd.DataFrame, cats: list, args) -> pd.DataFrame:
         from feat_engine import FEATImputer
 
         n = int(method.split(":")[1]) if ":" in method else args.n_estimators
-        return FEATImputer(n_estimators=n, random_state=C.SEED, device=args.device,
-                           checkpoint=args.checkpoint).fit_transform(Xm)
+        return FEATImputer(n_estimators=n, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint,
+                           method="reconstruction" if method == "feat-recon" else "chained").fit_transform(Xm)
     if method == "mean/mode":
         out = Xm.copy()
         for c in Xm.columns:

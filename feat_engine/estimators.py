@@ -340,16 +340,35 @@ class FEATRegressor(RegressorMixin, _InContextBase):
 
 
 class FEATImputer(TransformerMixin, _FEATBase):
-    """Fills the NaN cells of a table from the imputation head; every other cell is returned unchanged.
+    """Fills the NaN cells of a table; every other cell is returned unchanged.
 
-    `transform(X)` uses the fitted rows plus the rows of X as one unlabelled context (X alone
-    when X is the fitted table, as in `fit_transform`). With `max_context`, the rows are imputed
-    in random blocks of that many rows, each block its own context.
+    method="chained" (default; docs/design.md, "Imputation"): each incomplete numeric or
+    categorical column is predicted in context from the other columns, missing cells and all,
+    by `FEATRegressor` or `FEATClassifier` (real labels for categoricals), with everything they
+    hand the model (target statistics, ranked features, local contexts). One pass: FEAT reads
+    missing cells natively, so no initial fill is iterated. method="reconstruction": the
+    imputation head fills every cell in one run per member; it also fills date columns under
+    "chained". `transform(X)` uses the fitted rows plus the rows of X as context (X alone when X
+    is the fitted table, as in `fit_transform`). With `max_context`, each column's context is a
+    random subset of that many rows (chained), or the rows are imputed in random blocks of that
+    many rows, each block its own context (reconstruction).
     """
+
+    def __init__(
+        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        max_context: int | None = None, max_features: int | None = None, method: str = "chained",
+        checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+    ):
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        self.method = method
 
     def fit(self, X: Any, y: Any = None) -> "FEATImputer":
         """Store the table whose rows serve as context."""
-        self._fit_features(self._context_frame(X, what="X"))
+        if self.method not in ("chained", "reconstruction"):
+            raise FEATInputError(f"method must be 'chained' or 'reconstruction', got {self.method!r}")
+        frame = self._context_frame(X, what="X")
+        self._fit_features(frame)
+        self.frame_ = frame.copy()
         return self
 
     def transform(self, X: Any) -> Any:
@@ -358,14 +377,52 @@ class FEATImputer(TransformerMixin, _FEATBase):
         frame = self._query_frame(X, "X")
         xz = self.preprocessor_.transform(frame, "query")
         same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
-        table = xz if same else np.vstack([self.context_, xz])
-        recon = self._reconstruct(table)[len(table) - len(xz):]
-        out = self.preprocessor_.inverse_transform(recon, frame)
+        chained = self._chained_columns(frame) if self.method == "chained" else []
+        z = np.zeros(xz.shape)
+        if any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained):
+            table = xz if same else np.vstack([self.context_, xz])
+            z = self._reconstruct(table)[len(table) - len(xz):]
+        if chained:
+            self._fill_chained(z, frame, chained, frame if same else pd.concat([self.frame_, frame], ignore_index=True))
+        out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
             warnings.warn(f"columns {left} were dropped ({', '.join(self.preprocessor_.dropped_[c] for c in left)}) "
                           "and keep their missing cells", FEATDataWarning, stacklevel=2)
         return out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)
+
+    def _chained_columns(self, frame: pd.DataFrame) -> list:
+        """The incomplete numeric and categorical columns of frame (dates go to the imputation head)."""
+        return [c for c in self.preprocessor_.plan_ if c.kind in ("numeric", "categorical") and frame[c.name].isna().any()]
+
+    def _fill_chained(self, z: np.ndarray, frame: pd.DataFrame, columns: list, table: pd.DataFrame) -> None:
+        """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells.
+        table: the context rows (the fitted rows and frame's, or frame alone)."""
+        pre = self.preprocessor_
+        offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
+        usable = [c.name for c in pre.plan_]
+        steps = StepCounter(self.progress, len(columns))
+        for c in columns:
+            known = table[c.name].notna().to_numpy()
+            rows = np.flatnonzero(frame[c.name].isna().to_numpy())
+            y = table[c.name][known]
+            X = table.loc[known, [n for n in usable if n != c.name]]
+            query = frame.iloc[rows][[n for n in usable if n != c.name]]
+            kw = dict(n_estimators=self.n_estimators, random_state=self.random_state, device=self.device,
+                      max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
+                      progress=steps.callback(f"column {c.name!r}"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FEATDataWarning)      # the table's own notes were given at fit
+                if not X.shape[1] or y.nunique() < 2:
+                    pred = np.repeat(y.mode().iloc[0], len(rows))
+                elif c.kind == "categorical":
+                    pred = _predict_levels(FEATClassifier(multiclass="head", **kw), X, y, query)
+                else:
+                    pred = FEATRegressor(**kw).fit(X, y).predict(query)
+            j = offset[c.name]
+            raw = c.categories.get_indexer(pd.Index(pred)) if c.kind == "categorical" else np.asarray(pred, np.float64)
+            z[rows, j] = (raw - pre.mean_[j]) / pre.std_[j]
+
 
     def _reconstruct(self, table: np.ndarray) -> np.ndarray:
         """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it)."""
@@ -386,3 +443,17 @@ class FEATImputer(TransformerMixin, _FEATBase):
                 total[np.ix_(rows, m.features)] += res.recon
             count[m.features] += 1
         return total / count
+
+
+def _predict_levels(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series, query: pd.DataFrame) -> np.ndarray:
+    """A categorical column's levels for the query rows in one run per member, from the classification
+    head: when the column has more levels than the head reads, the most frequent head-size - 1 keep
+    their own class and the rest share one, which fills its cells with the most frequent of them."""
+    limit = clf._model()[0].cfg.max_classes
+    counts = y.value_counts()
+    if len(counts) <= limit:
+        return clf.fit(X, y).predict(query)
+    top = counts.index[:limit - 1]
+    codes = pd.Series(top.get_indexer(y), index=y.index)        # -1: one of the rarer levels
+    pred = clf.fit(X, codes).predict(query)
+    return np.where(pred >= 0, np.asarray(top, dtype=object)[np.maximum(pred, 0)], counts.index[limit - 1])

@@ -139,14 +139,37 @@ def test_missing_targets_are_dropped_with_a_warning():
     assert len(reg.context_) == len(X) - 5
 
 
-def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes():
+@pytest.mark.parametrize("method", ["chained", "reconstruction"])
+def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes(method):
     df = mixed_table(60)
-    out = FEATImputer(n_estimators=2).fit_transform(df)
+    out = FEATImputer(n_estimators=2, method=method).fit_transform(df)
     assert (out.dtypes == df.dtypes).all()
     assert not out.isna().any().any()
     for c in df.columns:
         obs = df[c].notna().to_numpy()
         pd.testing.assert_series_equal(out[c][obs], df[c][obs])
+
+
+def test_chained_imputer_predicts_each_column_in_context():
+    """A column that is a function of another comes back far closer than its mean would, a
+    categorical one as its true labels, and a column with more levels than the head reads keeps
+    to the head's classes: its 9 most frequent levels and the most frequent of the rest."""
+    rng = np.random.default_rng(0)
+    n = 300
+    a = rng.normal(size=n)
+    levels = [f"l{i:02d}" for i in range(15)]
+    df = pd.DataFrame({"a": a, "b": 2 * a + 0.1 * rng.normal(size=n),
+                       "sign": pd.Categorical(np.where(a > 0, "pos", "neg")),
+                       "level": pd.Categorical(rng.choice(levels, n, p=np.arange(15, 0, -1) / 120))})
+    hide = rng.uniform(size=df.shape) < 0.2
+    out = FEATImputer(n_estimators=1).fit_transform(df.mask(hide))
+    b = hide[:, 1]
+    assert np.sqrt(np.mean((out["b"][b] - df["b"][b]) ** 2)) / df["b"].std() < 0.3
+    assert (out["sign"][hide[:, 2]] == df["sign"][hide[:, 2]]).mean() > 0.9
+    counts = df.mask(hide)["level"].value_counts()
+    assert set(out["level"][hide[:, 3]]) <= set(counts.index[:10])
+    with pytest.raises(FEATInputError, match="method must be 'chained' or 'reconstruction', got 'mice'"):
+        FEATImputer(method="mice").fit(df)
 
 
 def test_imputer_ndarray_new_rows_and_blocks():
