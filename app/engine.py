@@ -83,6 +83,10 @@ def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, tas
     return _call(go)
 
 
+IMPUTE_METHOD = ("chained: each incomplete column is predicted in context from the other columns "
+                 "(classification for categoricals, regression for numbers); dates from the imputation head")
+
+
 def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> Outcome:
     """FEATImputer().fit_transform(X). value: the filled table (same shape and dtypes)."""
     return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))

@@ -93,16 +93,58 @@ def target_relation(a: pd.DataFrame, target) -> pd.Series:
     return s.drop(target)
 
 
+# Least distance between two node centres in layout units. The graph's axes span [-GRAPH_RANGE,
+# GRAPH_RANGE]; at the default 520 px height the y axis draws about 195 px a unit, so 0.15 is about
+# 29 px, more than the star's and a node's radii together (12 + 8 px).
+NODE_GAP = 0.15
+GRAPH_RANGE = 1.2
+
+
+def _distances(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise differences (n, n, 2) and distances (n, n, infinite on the diagonal) of n points."""
+    diff = p[:, None, :] - p[None, :, :]
+    dist = np.linalg.norm(diff, axis=-1)
+    np.fill_diagonal(dist, np.inf)
+    return diff, dist
+
+
+def min_distance(pos: dict) -> float:
+    """The least distance between two positions of a layout (inf for fewer than two)."""
+    p = np.array(list(pos.values()), dtype=float).reshape(-1, 2)
+    return float(_distances(p)[1].min()) if len(p) > 1 else float("inf")
+
+
+def graph_layout(g: nx.Graph, seed: int = 0, gap: float = NODE_GAP, rounds: int = 500) -> dict:
+    """Node positions in [-1, 1]²: networkx's spring layout (edge weights pull), rescaled to the
+    square, then every two nodes closer than `gap` pushed apart inside the square until none
+    are. With too many nodes for that gap in the square, the gap shrinks to what it holds."""
+    nodes = list(g)
+    if len(nodes) < 2:
+        return {n: np.zeros(2) for n in nodes}
+    pos = nx.spring_layout(g.to_undirected(), seed=seed, weight="weight")
+    p = nx.rescale_layout(np.array([pos[n] for n in nodes], dtype=float))
+    gap = min(gap, 1.5 / np.sqrt(len(nodes)))
+    order = np.arange(len(nodes))
+    tie = np.sign(order[:, None] - order[None, :])[..., None] * np.array([1.0, 0.0])  # coincident: apart along x
+    for _ in range(rounds):
+        diff, dist = _distances(p)
+        if dist.min() >= gap:
+            break
+        unit = np.where(dist[..., None] > 0, diff / np.where(dist > 0, dist, 1.0)[..., None], tie)
+        push = np.where(dist < gap, 1.05 * gap - dist, 0.0)  # a little past the gap, so that it settles
+        p = np.clip(p + 0.5 * (push[..., None] * unit).sum(axis=1), -1.0, 1.0)
+    return dict(zip(nodes, p))
+
+
 def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int = 0,
                      height: int = 520, direction_note: str = "") -> tuple[go.Figure, nx.DiGraph]:
-    """networkx spring layout of all columns, edges drawn as Plotly arrows (width by
-    weight), nodes coloured by their relation to the target (the target is a star)."""
+    """All columns laid out by `graph_layout` (no two nodes overlap), edges drawn as Plotly
+    arrows (width by weight), nodes coloured by their relation to the target (the target is a star)."""
     g = nx.DiGraph()
     g.add_nodes_from(a.index)
     for s, t, w in edges:
         g.add_edge(s, t, weight=w)
-    und = g.to_undirected()
-    pos = nx.spring_layout(und, seed=seed, weight="weight") if len(g) > 1 else {n: (0.0, 0.0) for n in g}
+    pos = graph_layout(g, seed)
     rel = target_relation(a, target)
     wmax = max([w for _, _, w in edges], default=1.0) or 1.0
     fig = go.Figure()
@@ -134,8 +176,8 @@ def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int
                                  name="target", hovertemplate="target %{text}<extra></extra>", showlegend=False))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       title=f"{len(edges)} strongest relations" + (f" ({direction_note})" if direction_note else ""))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
+    fig.update_xaxes(visible=False, range=[-GRAPH_RANGE, GRAPH_RANGE])
+    fig.update_yaxes(visible=False, range=[-GRAPH_RANGE, GRAPH_RANGE])
     return fig, g
 
 

@@ -1,4 +1,5 @@
-"""Scores shown in the Predict and Masking views; plain numpy/pandas/scikit-learn."""
+"""Scores shown in the Predict and Masking views, and how metric cards print numbers;
+plain numpy/pandas/scikit-learn."""
 from __future__ import annotations
 
 import math
@@ -6,6 +7,24 @@ import math
 import numpy as np
 import pandas as pd
 from sklearn import metrics as skm
+
+
+def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = False) -> str:
+    """A number as a metric card shows it: integers whole, other numbers to `digits` significant
+    digits (never fewer than their integer part has; scientific below 0.001), thousands separated,
+    "n/a" when missing or infinite. `unit` follows after a space; `sign` adds + to positive numbers."""
+    if x is None or not np.isfinite(x):
+        return "n/a"
+    plus = "+" if sign else ""
+    if isinstance(x, (int, np.integer)):
+        return f"{x:{plus},}" + (f" {unit}" if unit else "")
+    rounded = float(f"{x:.{digits - 1}e}")
+    magnitude = math.floor(math.log10(abs(rounded))) if rounded else 0
+    if magnitude < -3:
+        text = f"{x:{plus}.{digits - 1}e}"
+    else:
+        text = f"{x:{plus},.{max(0, digits - 1 - magnitude)}f}"
+    return f"{text} {unit}" if unit else text
 
 
 def classification_metrics(y_true, y_pred, proba: np.ndarray | None = None, classes=None) -> dict[str, float]:

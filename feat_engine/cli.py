@@ -4,7 +4,9 @@
     feat impute table.csv -o filled.csv
     feat relations table.csv -o relations.csv [--target y] [--method attention|pearson|spearman]
 
-Progress and warnings go to stderr. Bad input prints one error line and exits with code 2.
+Input files are read by `feat_engine.io` (the app's reader too): the encoding and delimiter of text
+files are detected unless --encoding or --delimiter says. Progress and warnings go to stderr. Bad
+input prints one error line and exits with code 2.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pandas as pd
 
 from .checkpoint import CheckpointError
 from .estimators import LOCAL_CONTEXT, FEATClassifier, FEATImputer, FEATRegressor
-from .io import read_table, table_format, write_table
+from .io import DELIMITERS, ENCODINGS, read_table, table_format, write_table
 from .preprocess import FEATInputError, infer_task
 from .relations import pearson_matrix, relation_matrix, spearman_matrix
 
@@ -34,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--device", default="auto", help="auto, cpu or cuda")
     common.add_argument("--n-estimators", type=int, default=4, help="ensemble members (default 4)")
     common.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    common.add_argument("--delimiter", choices=["auto", *DELIMITERS.values()], default="auto",
+                        help="delimiter of text input files (default: detected)")
+    common.add_argument("--encoding", choices=["auto", *ENCODINGS], default="auto",
+                        help="encoding of text input files (default: detected)")
     pr = sub.add_parser("predict", parents=[common], help="predict a target column for query rows")
     pr.add_argument("--context", required=True, help="labelled table")
     pr.add_argument("--target", required=True, help="target column of the context table")
@@ -52,8 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
+    """An input table, with the --delimiter and --encoding choices."""
+    sep = {name: d for d, name in DELIMITERS.items()}.get(a.delimiter, "auto")
+    return read_table(path, delimiter=sep, encoding=a.encoding)
+
+
 def _predict(a: argparse.Namespace) -> pd.DataFrame:
-    ctx, query = read_table(a.context), read_table(a.query)
+    ctx, query = _read(a.context, a), _read(a.query, a)
     if a.target not in ctx.columns:
         raise FEATInputError(f"{a.context}: target column {a.target!r} does not exist (columns: {list(ctx.columns)})")
     y, X = ctx[a.target], ctx.drop(columns=[a.target])
@@ -78,7 +90,7 @@ def _run(a: argparse.Namespace) -> None:
     if a.command == "predict":
         write_table(_predict(a), a.output)
         return
-    table = read_table(a.table)
+    table = _read(a.table, a)
     if a.command == "impute":
         out = FEATImputer(n_estimators=a.n_estimators, random_state=a.seed, device=a.device,
                           max_context=a.max_context, checkpoint=a.checkpoint, progress=_progress).fit_transform(table)

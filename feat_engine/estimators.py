@@ -367,6 +367,7 @@ class FEATImputer(TransformerMixin, _FEATBase):
         if self.method not in ("chained", "reconstruction"):
             raise FEATInputError(f"method must be 'chained' or 'reconstruction', got {self.method!r}")
         frame = self._context_frame(X, what="X")
+        self._model()                      # a bad checkpoint is refused at fit, missing cells or not
         self._fit_features(frame)
         self.frame_ = frame.copy()
         return self

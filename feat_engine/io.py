@@ -1,37 +1,248 @@
 """Reading and writing tables: CSV, TSV, Parquet and Excel, chosen by the file name's suffix.
+The `feat` CLI and the app read with this one reader, so they take the same files and say the
+same thing about those they cannot read.
 
-    df = read_table("train.csv")                       # a path
-    df = read_table(uploaded_bytes_io, "train.xlsx")   # a buffer; the name gives the format
+    df = read_table("train.csv")                        # a path
+    df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format
+    got = load_table(data, "t.csv")                     # the frame and how it was read (encoding, delimiter)
     write_table(df, "out.parquet")
 
-Unreadable input raises `FEATInputError` naming the file and the problem.
+Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
+detected unless given. Unreadable input raises `TableError` (a `FEATInputError`) whose `problem`
+names the file and what is wrong and whose `fix` says what to do.
 """
 from __future__ import annotations
 
+import csv
 import io
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pandas as pd
 
 from .preprocess import FEATInputError
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
-           ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel"}
+FORMATS = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
+           ".xlsx": "excel", ".xlsm": "excel"}
+ACCEPTED = "CSV (.csv, .txt), TSV (.tsv, .tab), Parquet (.parquet, .pq) or Excel (.xlsx, .xlsm)"
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1")
+SNIFF_BYTES = 1 << 20  # the head of a text file that encoding checks and delimiter sniffing look at
+
+
+class TableError(FEATInputError):
+    """A table that cannot be used. `problem` says what is wrong (naming the file, column or
+    value), `fix` what to do; the message is both."""
+
+    def __init__(self, problem: str, fix: str = ""):
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem} {fix}".strip())
+
+
+@dataclass
+class Loaded:
+    """A table as read: the frame, its format, and for text files the encoding and delimiter
+    used; `notes` say what the reader chose that a user may want to know."""
+    df: pd.DataFrame
+    name: str
+    fmt: str
+    encoding: str | None = None
+    delimiter: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 def table_format(name: str) -> str:
-    """'csv', 'tsv', 'parquet' or 'excel' from a file name's suffix; FEATInputError otherwise."""
+    """'csv', 'tsv', 'parquet' or 'excel' from a file name's suffix; TableError otherwise."""
     suffix = Path(name).suffix.lower()
+    if suffix == ".xls":
+        raise TableError(f"{name}: the old Excel .xls format is not supported.",
+                         "Save the workbook as .xlsx or CSV and use that.")
     if suffix not in FORMATS:
-        raise FEATInputError(f"{name}: unsupported file type {suffix or '(no suffix)'!r}; "
-                             f"use one of {', '.join(sorted(FORMATS))}")
+        raise TableError(f"{name}: unsupported file type {suffix or '(no extension)'!r}.", f"Use {ACCEPTED}.")
     return FORMATS[suffix]
 
 
-def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None) -> pd.DataFrame:
-    """Read one table from a path, a binary buffer or bytes.
+# --------------------------------------------------------------------------- text sniffing
+
+def detect_encoding(data: bytes, name: str = "file") -> str:
+    """The encoding of a text file: a BOM if present, else UTF-8, else Windows-1252.
+
+    Bytes that look binary (NUL bytes without a UTF-16 BOM) or that no candidate decodes
+    raise TableError.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise TableError(
+            f"{name}: the bytes are not text (they contain NUL bytes), so they cannot be decoded as a table.",
+            "Check that this is the right file; a spreadsheet or database file needs its own extension "
+            f"({ACCEPTED}), or export it to CSV in UTF-8.")
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as e:
+        utf8_error = e
+    try:
+        data.decode("cp1252")
+        return "cp1252"
+    except UnicodeDecodeError:
+        pass
+    raise TableError(
+        f"{name}: the bytes cannot be decoded as text (not UTF-8: byte 0x{data[utf8_error.start]:02x} at position "
+        f"{utf8_error.start}; not Windows-1252 either).",
+        f"Save the file as CSV with UTF-8 encoding, or give its encoding (one of {', '.join(ENCODINGS)}).")
+
+
+def sniff_delimiter(text: str) -> str:
+    """The delimiter among , ; tab | that splits the first lines most consistently."""
+    lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
+    if not lines:
+        return ","
+    try:
+        return csv.Sniffer().sniff("\n".join(lines[:20]), delimiters="".join(DELIMITERS)).delimiter
+    except csv.Error:
+        pass
+    best, best_score = ",", -1.0
+    for d in DELIMITERS:
+        counts = [len(next(csv.reader([ln], delimiter=d))) for ln in lines]
+        if counts[0] < 2:
+            continue
+        score = counts[0] * (sum(c == counts[0] for c in counts) / len(counts))
+        if score > best_score:
+            best, best_score = d, score
+    return best
+
+
+def _header_cells(text: str, delimiter: str) -> list[str]:
+    """The first non-blank row of `text`, split by `delimiter`."""
+    for row in csv.reader(io.StringIO(text), delimiter=delimiter):
+        if any(c.strip() for c in row):
+            return row
+    return []
+
+
+def _check_header(cells: list, name: str) -> None:
+    """Duplicate column names, named (pandas would silently rename them)."""
+    seen, dupes = set(), []
+    for c in (str(c).strip() for c in cells):
+        if c in seen and c not in dupes:
+            dupes.append(c)
+        seen.add(c)
+    if dupes:
+        raise TableError(f"{name}: duplicate column names {', '.join(repr(d) for d in dupes[:5])}.",
+                         "Rename the columns so that each name appears once.")
+
+
+# --------------------------------------------------------------------------- readers
+
+def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) -> Loaded:
+    """CSV or TSV bytes: encoding and delimiter detected when 'auto', header checked, parsed."""
+    enc = detect_encoding(data, name) if encoding == "auto" else encoding
+    try:
+        head = data[:SNIFF_BYTES].decode(enc, errors="ignore")
+    except LookupError:
+        raise TableError(f"{name}: unknown encoding {enc!r}.", f"Give one of {', '.join(ENCODINGS)}, or auto.") from None
+    if delimiter == "auto":
+        sep = "\t" if fmt == "tsv" else sniff_delimiter(head)
+    else:
+        sep = delimiter
+    header = _header_cells(head, sep)
+    _check_header(header, name)
+    try:
+        df = pd.read_csv(io.BytesIO(data), sep=sep, encoding=enc, engine="c", skip_blank_lines=True, low_memory=False)
+    except UnicodeDecodeError as e:
+        raise TableError(f"{name}: cannot decode the bytes as {enc} ({e}).",
+                         "Give another encoding, or leave the encoding on auto.") from None
+    except pd.errors.EmptyDataError:
+        raise TableError(f"{name}: no columns found.", "Use a file with a header row and data rows.") from None
+    except pd.errors.ParserError as e:
+        msg = str(e).strip().splitlines()[-1]
+        raise TableError(
+            f"{name}: rows have different numbers of fields with delimiter {DELIMITERS.get(sep, repr(sep))} ({msg}).",
+            "Set the right delimiter, or check the quoting of values that contain it.") from None
+    others = [d for d in DELIMITERS if d != sep and d in header[0]] if df.shape[1] == 1 and header else []
+    if others:
+        raise TableError(
+            f"{name}: with delimiter {DELIMITERS.get(sep, repr(sep))} the table has one column, but the header "
+            f"{header[0][:60]!r} contains {DELIMITERS[others[0]]}s: the delimiter looks wrong.",
+            f"Set the delimiter to {DELIMITERS[others[0]]}.")
+    notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
+    return Loaded(df, name, "tsv" if sep == "\t" else "csv", enc, sep, notes)
+
+
+def _read_parquet(data: bytes, name: str) -> Loaded:
+    """Parquet bytes, with the column names checked from the schema before the data is read."""
+    import pyarrow.parquet as pq
+    try:
+        names = pq.read_schema(io.BytesIO(data)).names
+        _check_header(names, name)
+        return Loaded(pd.read_parquet(io.BytesIO(data)), name, "parquet")
+    except TableError:
+        raise
+    except Exception as e:  # ArrowInvalid, OSError ...
+        raise TableError(f"{name}: not a readable Parquet file ({type(e).__name__}: {str(e)[:200]}).",
+                         "Check that the file is complete and really Parquet, or export it to CSV.") from None
+
+
+def _read_excel(data: bytes, name: str) -> Loaded:
+    """The first sheet of an .xlsx/.xlsm workbook; a note says so when there are more."""
+    try:
+        with pd.ExcelFile(io.BytesIO(data), engine="openpyxl") as book:
+            head = pd.read_excel(book, header=None, nrows=1)
+            if head.shape[0]:
+                _check_header([c for c in head.iloc[0].tolist() if not pd.isna(c)], name)
+            df, sheets = pd.read_excel(book), book.sheet_names
+    except TableError:
+        raise
+    except Exception as e:  # zipfile.BadZipFile, InvalidFileException, KeyError ...
+        raise TableError(f"{name}: not a readable Excel .xlsx workbook ({type(e).__name__}: {str(e)[:200]}).",
+                         "Open it in a spreadsheet program and save it as .xlsx or CSV.") from None
+    notes = [f"read the first sheet {sheets[0]!r} of {len(sheets)}"] if len(sheets) > 1 else []
+    return Loaded(df, name, "excel", notes=notes)
+
+
+def _check_content(data: bytes, name: str, fmt: str) -> None:
+    """Empty files, and content that contradicts a text extension."""
+    if not data or data.isspace():
+        raise TableError(f"{name}: the file is empty (0 bytes)." if not data else f"{name}: the file holds only whitespace.",
+                         "Use a file with a header row and at least one data row.")
+    if fmt in ("csv", "tsv") and data[:4] == b"PAR1":
+        raise TableError(f"{name}: this is a Parquet file with a text extension.", "Rename it to .parquet.")
+    if fmt in ("csv", "tsv") and data[:2] == b"PK":
+        raise TableError(f"{name}: this looks like an Excel workbook (a zip) with a text extension.",
+                         "Rename it to .xlsx, or export it to CSV.")
+
+
+def load_table(data: bytes, name: str, delimiter: str = "auto", encoding: str = "auto") -> Loaded:
+    """Read the bytes of a file called `name` (its suffix gives the format).
+
+    `delimiter` and `encoding` apply to text files; "auto" detects them. Column names come back
+    as strings. A file without a data row or column raises TableError, like one that cannot be read.
+    """
+    fmt = table_format(name)
+    _check_content(data, name, fmt)
+    if fmt == "parquet":
+        loaded = _read_parquet(data, name)
+    elif fmt == "excel":
+        loaded = _read_excel(data, name)
+    else:
+        loaded = _read_text(data, name, fmt, delimiter, encoding)
+    rows, cols = loaded.df.shape
+    if rows == 0 or cols == 0:
+        raise TableError(f"{name}: the table is empty ({rows} rows x {cols} columns after the header).",
+                         "Use a file with a header row and at least one data row.")
+    if not all(isinstance(c, str) for c in loaded.df.columns):
+        loaded.df = loaded.df.rename(columns=str)
+    return loaded
+
+
+def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,
+               delimiter: str = "auto", encoding: str = "auto") -> pd.DataFrame:
+    """Read one table from a path, a binary buffer or bytes (see `load_table`).
 
     `name` (a file name such as "data.xlsx") picks the format when `source` is a buffer or
     bytes; for a path it defaults to the path itself. Excel reads the first sheet.
@@ -39,25 +250,13 @@ def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None =
     if isinstance(source, (str, os.PathLike)):
         name = name or str(source)
         if not Path(source).is_file():
-            raise FEATInputError(f"{name}: file not found")
+            raise TableError(f"{name}: file not found.", "Check the path.")
+        data = Path(source).read_bytes()
     elif name is None:
-        raise FEATInputError("read_table needs a file name (for its format) when reading a buffer")
-    if isinstance(source, bytes):
-        source = io.BytesIO(source)
-    kind = table_format(name)
-    readers: dict[str, Any] = {
-        "csv": lambda: pd.read_csv(source),
-        "tsv": lambda: pd.read_csv(source, sep="\t"),
-        "parquet": lambda: pd.read_parquet(source),
-        "excel": lambda: pd.read_excel(source),
-    }
-    try:
-        df = readers[kind]()
-    except Exception as e:  # parser errors, bad encodings, corrupt archives ...
-        raise FEATInputError(f"{name}: cannot be read as {kind} ({type(e).__name__}: {e})") from None
-    if df.shape[0] == 0 or df.shape[1] == 0:
-        raise FEATInputError(f"{name}: the table is empty ({df.shape[0]} rows x {df.shape[1]} columns)")
-    return df
+        raise TableError("read_table needs a file name (for its format) when reading a buffer.")
+    else:
+        data = source if isinstance(source, bytes) else source.read()
+    return load_table(data, name, delimiter, encoding).df
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, index: bool = False) -> None:

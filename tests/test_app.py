@@ -14,6 +14,8 @@ import pytest
 pytest.importorskip("streamlit.testing.v1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from app import metrics as app_metrics  # noqa: E402
+
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = ["views/data.py", "views/predict.py", "views/impute.py", "views/masking.py", "views/relations.py"]
 WINE = "wine (3 classes, 178 x 14)"
@@ -42,7 +44,6 @@ def load_sample(at: AppTest, key: str) -> None:
 
 def upload(at: AppTest, name: str, data: bytes, delimiter: str | None = None) -> None:
     at.switch_page("views/data.py").run()
-    at.radio(key="data_source").set_value("Upload a file").run()
     if delimiter is not None:
         at.selectbox(key="delimiter").set_value(delimiter)
     at.file_uploader(key="upload").set_value((name, data, "application/octet-stream")).run()
@@ -119,6 +120,20 @@ def test_every_view_renders_with_a_sample_and_the_sidebar_tells_model_and_data()
     assert at.selectbox(key=f"target:sample:breast cancer (classification, 569 x 31)").value == "diagnosis"
 
 
+def test_uploader_is_there_at_once_and_a_sample_picked_after_an_upload_stays():
+    at = new_app()
+    assert at.file_uploader(key="upload").value is None            # no choice to make before uploading
+    upload(at, "t.csv", csv(small_table(60)))
+    no_trouble(at)
+    assert at.session_state["dataset"]["name"] == "t.csv"
+    load_sample(at, WINE)
+    at.run()                                                          # the file is still in the uploader
+    no_trouble(at)
+    assert at.session_state["dataset"]["name"] == WINE and metric(at, "Rows") == "178"
+    at.selectbox(key="delimiter").set_value(",").run()               # new reading options: the upload again
+    assert at.session_state["dataset"]["name"] == "t.csv" and metric(at, "Rows") == "60"
+
+
 def test_type_override_and_ignore_reach_the_model_table():
     at = new_app()
     upload(at, "t.csv", csv(small_table(60)))
@@ -140,7 +155,7 @@ BAD = [
     ("semi.csv", b"a;b;c\n1;2;3\n4;5;6\n", ",", "delimiter looks wrong"),
     ("dup.csv", b"a,b,a\n1,2,3\n4,5,6\n", None, "duplicate column names"),
     ("one.csv", b"x\n1\n2\n3\n", None, "single column"),
-    ("table.json", b'{"a": 1}', None, "are not taken"),
+    ("table.json", b'{"a": 1}', None, "unsupported file type '.json'"),
     ("old.xls", b"\xd0\xcf\x11\xe0", None, ".xls format is not supported"),
 ]
 
@@ -233,6 +248,9 @@ def test_predict_regression_scatter():
     no_trouble(at)
     assert float(metric(at, "FEAT RMSE")) > 0
     float(metric(at, "FEAT R²"))
+    res = at.session_state["result:predict"]
+    rmse = app_metrics.regression_metrics(res["y_true"], res["feat"]["pred"])["RMSE"]
+    assert metric(at, "FEAT RMSE") == app_metrics.card_text(rmse)     # the cards print through card_text
     (scatter,) = charts(at)
     names = [t["name"] for t in scatter["data"]]
     assert names[0] == "FEAT" and names[-1] == "y = x" and len(names) == 3
@@ -265,6 +283,7 @@ def test_impute_fills_every_missing_cell_and_highlights():
     at.button(key="imp_run").click().run()
     no_trouble(at)
     assert metric(at, "Cells imputed") == f"{n_nan:,}" and metric(at, "Still missing") == "0"
+    assert any("Method: chained" in c.value for c in at.caption)          # the view says which method ran
     filled = at.session_state["result:impute"]["filled"]
     obs = df.notna()
     pd.testing.assert_frame_equal(filled.where(obs), df.where(obs), check_dtype=False)   # observed cells unchanged

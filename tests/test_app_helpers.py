@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -202,6 +203,16 @@ def test_imputation_scores():
     assert o["accuracy"] == pytest.approx(0.5) and o["NRMSE"] == pytest.approx(s.loc["x", "value"])
 
 
+@pytest.mark.parametrize("value, kw, text", [
+    (56958.862, {}, "56,959"), (0.91234, {}, "0.912"), (0.0012345, {}, "0.00123"), (1.5e-6, {}, "1.50e-06"),
+    (1234567, {}, "1,234,567"), (np.int64(569), {}, "569"), (9.996, {}, "10.0"), (0.75, {}, "0.750"),
+    (12.345, {"unit": "s"}, "12.3 s"), (-1234.5678, {"sign": True}, "-1,235"), (0.05, {"sign": True}, "+0.0500"),
+    (float("nan"), {}, "n/a"), (float("inf"), {}, "n/a"), (None, {}, "n/a"),
+])
+def test_card_text(value, kw, text):
+    assert metrics.card_text(value, **kw) == text
+
+
 # --------------------------------------------------------------------------- figures
 
 def _block_matrix() -> pd.DataFrame:
@@ -249,6 +260,33 @@ def test_graph_edges_and_graph_figure():
     star = [t for t in fig.data if t.name == "target"][0]
     assert len(nodes.x) == 4 and len(star.x) == 1 and star.marker.symbol == "star"
     assert np.all(np.isfinite(np.asarray(nodes.marker.color, dtype=float)))
+
+
+def test_graph_layout_keeps_nodes_apart_on_the_sample_tables():
+    """The dependency graph of each sample table (FEAT's matrix, the view's default top-k edges and
+    the densest, 100): no two nodes closer than NODE_GAP, the target's star included, all inside
+    the square the figure's axes show; the figure draws the nodes where the layout puts them."""
+    from feat_engine import relation_matrix
+    for key in aio.SAMPLES:
+        df, target = aio.load_sample(key)
+        a = relation_matrix(df, target, n_estimators=1, max_rows=256)
+        for k in (2 * len(a), 100):
+            fig, g = figures.dependency_graph(a, figures.graph_edges(a, top_k=k), target)
+            pos = figures.graph_layout(g)
+            assert figures.min_distance(pos) >= figures.NODE_GAP, (key, k)
+            assert np.abs(np.array(list(pos.values()))).max() <= 1.0
+            star = [t for t in fig.data if t.name == "target"][0]
+            assert (star.x[0], star.y[0]) == tuple(pos[target]), (key, k)
+            assert list(fig.layout.yaxis.range) == [-figures.GRAPH_RANGE, figures.GRAPH_RANGE]
+
+
+@pytest.mark.parametrize("g", [nx.path_graph(40), nx.barbell_graph(15, 3), nx.empty_graph(40)],
+                         ids=["path", "barbell", "no-edges"])
+def test_graph_layout_spreads_what_the_spring_layout_packs(g):
+    """Graphs whose spring layout puts two nodes within 0.07 of each other (path, barbell) or
+    0.13 (no edges) come out NODE_GAP apart."""
+    assert figures.min_distance(figures.graph_layout(g)) >= figures.NODE_GAP
+    assert figures.min_distance({"a": (0.0, 0.0), "b": (0.3, 0.4)}) == pytest.approx(0.5)
 
 
 def test_target_bars_and_relation():

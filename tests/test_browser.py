@@ -144,8 +144,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_role("heading", name="Data").first.wait_for(timeout=90_000)
     assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
 
-    # --- Data: upload a CSV
-    page.get_by_text("Upload a file", exact=True).click()
+    # --- Data: upload a CSV (the uploader is there at once, beside the sample tables)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv_path))
     page.get_by_text("Preview", exact=True).wait_for(timeout=60_000)
     _wait_idle(page)

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from app import io as aio
 from feat_engine.cli import main
 from feat_engine.io import read_table
 
@@ -95,6 +96,58 @@ def test_errors_exit_2_with_a_message(tables, capsys, args, message):
     assert main([a.format(d=d) for a in args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("suffix, sep, encoding, bom", [
+    ("csv", ";", "latin-1", b""), ("tsv", "\t", "utf-8", b""), ("csv", ",", "utf-8", b"\xef\xbb\xbf")],
+    ids=["latin1-semicolon-csv", "tsv", "utf8-bom-csv"])
+def test_predict_reads_the_files_the_app_loads(tmp_path, suffix, sep, encoding, bom):
+    """The app and `feat predict` share one reader: a Latin-1 semicolon CSV, a TSV and a UTF-8-BOM
+    CSV (accented column names and labels) load in the app and are predicted from by the CLI."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(rng.normal(size=(50, 2)), columns=["température", "b"])
+    df["catégorie"] = np.where(df["température"] > 0, "élevé", "bas")
+    data = bom + df.to_csv(index=False, sep=sep).encode(encoding)
+    path = tmp_path / f"table.{suffix}"
+    path.write_bytes(data)
+    pd.testing.assert_frame_equal(aio.read_table_bytes(data, path.name).df, df)
+    rc = main(["predict", "--context", str(path), "--target", "catégorie", "--query", str(path),
+               "-o", str(tmp_path / "p.csv"), "--n-estimators", "1"])
+    assert rc == 0
+    out = pd.read_csv(tmp_path / "p.csv")
+    assert list(out.columns) == ["catégorie", "p(bas)", "p(élevé)"] and len(out) == 50
+    assert (out["catégorie"] == df["catégorie"]).mean() > 0.8
+
+
+UNREADABLE = [("binary.csv", b"a,b\n\x00\x01\x02\x03,\xff\n"), ("ragged.csv", b"a,b\n1,2\n3,4,5,6\n"),
+              ("empty.csv", b""), ("broken.parquet", b"not parquet"), ("old.xls", b"\xd0\xcf\x11\xe0"),
+              ("table.json", b"{}")]
+
+
+@pytest.mark.parametrize("name, data", UNREADABLE, ids=[u[0] for u in UNREADABLE])
+def test_unreadable_file_gets_the_apps_message(tmp_path, monkeypatch, capsys, name, data):
+    """One line naming the file, the problem and the fix: the very words the app shows."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(aio.TableError) as ei:
+        aio.read_table_bytes(data, name)
+    assert main(["impute", name, "-o", "filled.csv"]) == 2
+    assert capsys.readouterr().err == f"feat: error: {ei.value.problem} {ei.value.fix}\n"
+    assert ei.value.problem.startswith(f"{name}: ") and ei.value.fix
+
+
+def test_delimiter_and_encoding_options(tmp_path, capsys):
+    """--encoding and --delimiter override detection; a wrong one is an error that says so."""
+    df = pd.DataFrame({"a": [1.5, 2.5, 3.5], "é": ["x", "y", "x"]})
+    path = tmp_path / "t.csv"
+    path.write_bytes(df.to_csv(index=False, sep=";").encode("latin-1"))
+    args = ["relations", str(path), "-o", str(tmp_path / "r.csv"), "--method", "pearson"]
+    assert main([*args, "--delimiter", "semicolon", "--encoding", "latin-1"]) == 0
+    assert list(pd.read_csv(tmp_path / "r.csv", index_col=0).columns) == ["a", "é"]
+    assert main([*args, "--encoding", "utf-8"]) == 2
+    assert "cannot decode the bytes as utf-8" in capsys.readouterr().err
+    assert main([*args, "--delimiter", "comma"]) == 2
+    assert "Set the delimiter to semicolon." in capsys.readouterr().err
 
 
 def test_entry_point_module_runs():

@@ -4,47 +4,49 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import figures, state
+from app import figures, metrics, state
 from app import io as aio
 
 st.title("Data")
 
-src = st.radio("Source", ["Sample table", "Upload a file"], horizontal=True, key="data_source")
-
-if src == "Sample table":
-    c1, c2 = st.columns([3, 1])
-    key = c1.selectbox("Sample table (ships with scikit-learn, no download)", list(aio.SAMPLES), key="sample_key")
-    c2.write("")
-    c2.write("")
-    if c2.button("Use this sample", type="primary", key="use_sample"):
+left, right = st.columns(2, gap="large")
+with left:
+    st.markdown("##### Sample table")
+    key = st.selectbox("Sample table (ships with scikit-learn, no download)", list(aio.SAMPLES), key="sample_key")
+    if st.button("Use this sample", type="primary", key="use_sample"):
         state.load_sample(key)
-else:
+with right:
+    st.markdown("##### Your file")
     limit_mb = int(st.get_option("server.maxUploadSize") or aio.MAX_UPLOAD_MB)
+    up = st.file_uploader("Upload a table", key="upload")
     st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to {limit_mb} MB. The encoding "
-               "(UTF-8, UTF-16, Windows-1252) and the delimiter are detected; override them below if needed.")
-    up = st.file_uploader("Table file", key="upload")
+               "(UTF-8, UTF-16, Windows-1252) and the delimiter are detected; override them here if needed.")
     c1, c2 = st.columns(2)
     delim_names = {"auto": "auto", ",": "comma ,", ";": "semicolon ;", "\t": "tab", "|": "pipe |"}
     delimiter = c1.selectbox("Delimiter (text files)", list(delim_names), format_func=delim_names.get, key="delimiter")
-    encoding = c2.selectbox("Encoding (text files)", ["auto", "utf-8", "utf-16", "cp1252", "latin-1"], key="encoding")
-    if up is not None:
-        loaded = None
-        try:
-            loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
-        except aio.TableError as e:
-            state.show_error(e)
-        except Exception as e:  # anything a reader did not foresee: still no traceback
-            state.show_error(aio.TableError(f"{up.name}: could not be read ({type(e).__name__}: {str(e)[:200]}).",
-                                            "Export the table to CSV in UTF-8 and upload that."))
-        if loaded is None and state.dataset() is not None:
-            st.caption(f"Still showing the previous table, {state.dataset()['name']}.")
-        if loaded is not None:
-            notes = list(loaded.notes)
-            if loaded.delimiter:
-                notes.insert(0, f"delimiter {aio.DELIMITERS.get(loaded.delimiter, repr(loaded.delimiter))}, "
-                                f"encoding {loaded.encoding}")
-            state.set_dataset(up.name, loaded.df, f"{digest}:{delimiter}:{encoding}", f"upload, {loaded.fmt}",
-                              notes=notes)
+    encoding = c2.selectbox("Encoding (text files)", ["auto", *aio.ENCODINGS], key="encoding")
+
+# an upload becomes the dataset once per file and reading options, so a sample picked later stays
+attempt = None if up is None else (up.file_id, delimiter, encoding)
+if attempt is not None and st.session_state.get("upload_applied") != attempt:
+    loaded = None
+    try:
+        loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
+    except aio.TableError as e:
+        state.show_error(e)
+    except Exception as e:  # anything a reader did not foresee: still no traceback
+        state.show_error(aio.TableError(f"{up.name}: could not be read ({type(e).__name__}: {str(e)[:200]}).",
+                                        "Export the table to CSV in UTF-8 and upload that."))
+    if loaded is None and state.dataset() is not None:
+        st.caption(f"Still showing the previous table, {state.dataset()['name']}.")
+    if loaded is not None:
+        notes = list(loaded.notes)
+        if loaded.delimiter:
+            notes.insert(0, f"delimiter {aio.DELIMITERS.get(loaded.delimiter, repr(loaded.delimiter))}, "
+                            f"encoding {loaded.encoding}")
+        st.session_state["upload_applied"] = attempt
+        state.set_dataset(up.name, loaded.df, f"{digest}:{delimiter}:{encoding}", f"upload, {loaded.fmt}",
+                          notes=notes)
 
 ds = state.dataset()
 if ds is None:
@@ -54,10 +56,10 @@ if ds is None:
 df: pd.DataFrame = ds["df"]
 st.subheader(ds["name"])
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows", f"{df.shape[0]:,}")
-m2.metric("Columns", f"{df.shape[1]:,}")
-m3.metric("Missing cells", f"{int(df.isna().sum().sum()):,}")
-m4.metric("Memory", f"{df.memory_usage(deep=True).sum() / 2**20:.1f} MB")
+m1.metric("Rows", metrics.card_text(df.shape[0]))
+m2.metric("Columns", metrics.card_text(df.shape[1]))
+m3.metric("Missing cells", metrics.card_text(int(df.isna().sum().sum())))
+m4.metric("Memory", metrics.card_text(df.memory_usage(deep=True).sum() / 2**20, "MB"))
 for n in ds["notes"]:
     st.caption(f"Read: {n}")
 

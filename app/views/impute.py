@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import downloads, engine, state
+from app import downloads, engine, metrics, state
 from app import io as aio
 
 st.title("Impute")
@@ -14,7 +14,8 @@ table, _ = state.model_table()
 miss = table.isna()
 n_miss = int(miss.to_numpy().sum())
 st.caption(f"FEAT reads all {len(table):,} rows as context and fills every missing cell of the "
-           f"{table.shape[1]} columns in use. Observed cells are returned unchanged.")
+           f"{table.shape[1]} columns in use. Observed cells are returned unchanged. "
+           f"Method: {engine.IMPUTE_METHOD}.")
 if n_miss == 0:
     st.info("This table has no missing cell in the columns in use. Try the **Masking demo**, which hides cells "
             "on purpose and scores FEAT against the truth.")
@@ -53,9 +54,9 @@ for w in res["warnings"]:
     st.warning(f"FEAT: {w}", icon=":material/warning:")
 left = int(filled.isna().to_numpy().sum())
 c1, c2, c3 = st.columns(3)
-c1.metric("Cells imputed", f"{int(mask.to_numpy().sum()) - left:,}")
-c2.metric("Still missing", f"{left:,}")
-c3.metric("Time", f"{res['seconds']:.1f} s")
+c1.metric("Cells imputed", metrics.card_text(int(mask.to_numpy().sum()) - left))
+c2.metric("Still missing", metrics.card_text(left))
+c3.metric("Time", metrics.card_text(res["seconds"], "s"))
 if left:
     st.warning(f"{left} cells are still missing (columns FEAT dropped, such as constant or ID columns).")
 

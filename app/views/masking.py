@@ -20,7 +20,7 @@ complete = table.dropna()
 st.caption("Cells of the complete rows are hidden with the paper's masks: single **cells**, **stripes** "
            "(a run of rows in one column) and **blocks** (a run of rows over several columns). Each method "
            "fills them, and is scored on the hidden cells: NRMSE (RMSE / column std; lower is better) for "
-           "numeric columns, accuracy for categorical ones.")
+           f"numeric columns, accuracy for categorical ones. FEAT's method: {engine.IMPUTE_METHOD}.")
 if len(complete) < 10:
     state.show_error(aio.TableError(
         f"only {len(complete)} rows of the table have no missing cell; the demo needs at least 10 complete rows.",
@@ -93,9 +93,9 @@ overall["seconds"] = pd.Series(res["seconds"])
 overall.index.name = "method"
 fo = overall.loc["FEAT"]
 c1, c2, c3 = st.columns(3)
-c1.metric("FEAT NRMSE (numeric)", "n/a" if not np.isfinite(fo["NRMSE"]) else f"{fo['NRMSE']:.3f}")
-c2.metric("FEAT accuracy (categorical)", "n/a" if not np.isfinite(fo["accuracy"]) else f"{fo['accuracy']:.3f}")
-c3.metric("FEAT time", f"{fo['seconds']:.1f} s")
+c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]))
+c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]))
+c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"))
 st.markdown("#### Overall (mean over columns)")
 st.dataframe(overall.style.format("{:.3f}", na_rep="n/a"), width="stretch")
 for metric in ("NRMSE", "accuracy"):

@@ -126,10 +126,10 @@ if res["mode"] == "Evaluate":
         v = scores["FEAT"][k]
         delta = None
         if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
-            delta = f"{v - scores[gb['name']][k]:+.3f} vs {gb['name']}"
-        col.metric(f"FEAT {k}", "n/a" if not np.isfinite(v) else f"{v:.3f}", delta=delta,
+            delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True)} vs {gb['name']}"
+        col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta,
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
-    mc[-1].metric("FEAT time", f"{res['feat_seconds']:.1f} s")
+    mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"))
     st.dataframe(table_scores.style.format("{:.3f}", na_rep="n/a"), width="stretch")
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
         st.caption("ROC-AUC is n/a: the holdout holds a single class.")

@@ -1,0 +1,79 @@
+"""feat_engine.io: the one table reader of the CLI and the app (encoding and delimiter
+detection, format checks, errors that name the file and the problem)."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from feat_engine import FEATInputError
+from feat_engine.io import TableError, load_table, read_table, write_table
+
+FRAME = pd.DataFrame({"région": ["Île-de-France", "Bretagne", "Provence"], "prix": [1.5, 2.25, 3.0],
+                      "niveau": ["élevé", "bas", "élevé"]})
+
+
+def _text(df: pd.DataFrame, sep: str, encoding: str) -> bytes:
+    return df.to_csv(index=False, sep=sep).encode(encoding)
+
+
+@pytest.mark.parametrize("name, data, encoding, delimiter", [
+    ("latin.csv", _text(FRAME, ";", "latin-1"), "cp1252", ";"),
+    ("table.tsv", _text(FRAME, "\t", "utf-8"), "utf-8", "\t"),
+    ("bom.csv", b"\xef\xbb\xbf" + _text(FRAME, ",", "utf-8"), "utf-8-sig", ","),
+    ("pipes.txt", _text(FRAME, "|", "utf-16"), "utf-16", "|"),
+])
+def test_detects_encoding_and_delimiter(tmp_path, name, data, encoding, delimiter):
+    got = load_table(data, name)
+    assert (got.encoding, got.delimiter) == (encoding, delimiter)
+    pd.testing.assert_frame_equal(got.df, FRAME)
+    (tmp_path / name).write_bytes(data)
+    pd.testing.assert_frame_equal(read_table(tmp_path / name), FRAME)          # a path reads the same
+
+
+def test_given_options_override_detection():
+    data = _text(FRAME, ";", "latin-1")
+    assert load_table(data, "t.csv", delimiter=";", encoding="latin-1").df.equals(FRAME)
+    with pytest.raises(TableError) as ei:
+        load_table(data, "t.csv", encoding="utf-8")
+    assert ei.value.problem.startswith("t.csv: cannot decode the bytes as utf-8") and "encoding" in ei.value.fix
+
+
+def test_errors_are_input_errors_with_problem_and_fix():
+    with pytest.raises(FEATInputError) as ei:
+        read_table(b"a,b\n\x00\x01,\x02\n", "bin.csv")
+    e = ei.value
+    assert isinstance(e, TableError) and str(e) == f"{e.problem} {e.fix}"
+    assert e.problem.startswith("bin.csv: the bytes are not text")
+
+
+@pytest.mark.parametrize("name, data, needle", [
+    ("old.xls", b"\xd0\xcf\x11\xe0", ".xls format is not supported"),
+    ("t.json", b"{}", "unsupported file type '.json'"),
+    ("x.csv", b"PAR1....", "Parquet file with a text extension"),
+    ("x.tsv", b"PK\x03\x04....", "Excel workbook (a zip) with a text extension"),
+    ("b.xlsx", b"PK\x03\x04....", "not a readable Excel .xlsx workbook"),
+    ("h.csv", b"a,b\n", "the table is empty (0 rows x 2 columns"),
+    ("dup.csv", b"a,b,a\n1,2,3\n", "duplicate column names 'a'"),
+])
+def test_format_and_content_checks(name, data, needle):
+    with pytest.raises(TableError) as ei:
+        load_table(data, name)
+    assert ei.value.problem.startswith(f"{name}: ") and needle in ei.value.problem and ei.value.fix
+
+
+def test_excel_notes_the_first_of_several_sheets_and_names_become_strings():
+    buf = io.BytesIO()
+    with pd.ExcelWriter(buf) as w:
+        pd.DataFrame({2020: [1, 2], "b": [3, 4]}).to_excel(w, sheet_name="data", index=False)
+        pd.DataFrame({"z": [0]}).to_excel(w, sheet_name="other", index=False)
+    got = load_table(buf.getvalue(), "book.xlsx")
+    assert list(got.df.columns) == ["2020", "b"] and got.notes == ["read the first sheet 'data' of 2"]
+
+
+def test_write_table_refuses_what_it_cannot_write(tmp_path):
+    with pytest.raises(TableError, match="not supported"):
+        write_table(FRAME, tmp_path / "out.xls")
+    write_table(FRAME, tmp_path / "out.tsv")
+    pd.testing.assert_frame_equal(read_table(tmp_path / "out.tsv"), FRAME)
