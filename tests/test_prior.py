@@ -195,3 +195,14 @@ def test_real_tasks_read_only_allowlisted_tables(monkeypatch):
         assert g.X.shape == (100, 2) and np.isfinite(g.y).all()
         if g.task == "classification":
             assert 2 <= g.n_classes <= 10 and set(np.unique(g.y)) <= set(range(g.n_classes))
+
+
+def test_a_table_past_the_token_budget_comes_alone():
+    """Tables whose cells alone pass the batch's token budget come one per batch, not two (two
+    4,096 x 25 tables took 22.5 GB in a training step and were killed for memory)."""
+    from feat_engine.config import PriorConfig
+    from feat_engine.prior.batches import make_batch
+
+    cfg = PriorConfig(min_rows=200, max_rows=300, min_features=4, max_features=6, p_real=0.0)
+    b = make_batch(0, 0, cfg, None, tokens=500)
+    assert b.x.shape[0] == 1 and b.x.shape[1] >= 200

@@ -68,7 +68,7 @@ def _shape(rng: np.random.Generator, cfg: PriorConfig, tokens: int) -> tuple[int
     d = cfg.min_features + int((cfg.max_features - cfg.min_features + 1) * rng.uniform() ** 1.5)
     d = min(d, cfg.max_features)
     n_ctx = int(np.clip(rng.uniform(cfg.min_ctx_frac, cfg.max_ctx_frac) * n, 8, n - cfg.min_query))
-    b = int(np.clip(tokens // (n * (d + 1)), 2, 64))
+    b = int(np.clip(tokens // (n * (d + 1)), 1, 64))   # one table when a table alone passes the budget
     return n, d, n_ctx, b
 
 
