@@ -1,6 +1,6 @@
 """The app's only door to FEAT: thin calls to feat_engine's public API (estimators,
-relation_matrix, checkpoint), timing them and turning the engine's warnings and input
-errors into messages for the page. No Streamlit and no modelling here."""
+relation_matrix, dependence_matrix, checkpoint), timing them and turning the engine's warnings
+and input errors into messages for the page. No Streamlit and no modelling here."""
 from __future__ import annotations
 
 import inspect
@@ -92,17 +92,33 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
     return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))
 
 
+def stage(progress: Progress | None, k: int, n: int, label: str) -> Progress | None:
+    """Progress of stage k (0-based) of n as a share of the whole, so that the bar never goes back."""
+    if progress is None:
+        return None
+
+    def cb(done: int, total: int, message: str = "") -> None:
+        if total:
+            progress(k * total + done, n * total, f"{label}: {message}")
+        else:
+            progress(k, n, label)
+    return cb
+
+
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
-    """FEAT's relation matrix with Pearson and Spearman in the same labels and order.
-    value: dict(FEAT=, Pearson=, Spearman=) of square DataFrames."""
+    """FEAT's attention and dependence matrices with Pearson and Spearman in the same labels and
+    order. value: dict(FEAT= (attention), "FEAT dependence"=, Pearson=, Spearman=) of square DataFrames."""
+    def feat(fn, k: int, label: str) -> pd.DataFrame:
+        kw = _kwargs(params or {}, stage(progress, k, 2, label))
+        return fn(X, target=target, **{n: v for n, v in kw.items() if n in inspect.signature(fn).parameters})
+
     def go():
-        kw = _kwargs(params or {}, progress)
-        kw = {k: v for k, v in kw.items() if k in inspect.signature(fe.relation_matrix).parameters}
-        a = fe.relation_matrix(X, target=target, **kw)
+        a = feat(fe.relation_matrix, 0, "attention")
         labels = list(a.index)
         return {
             "FEAT": a,
+            "FEAT dependence": feat(fe.dependence_matrix, 1, "dependence").reindex(index=labels, columns=labels),
             "Pearson": fe.pearson_matrix(X, target=target).reindex(index=labels, columns=labels),
             "Spearman": fe.spearman_matrix(X, target=target).reindex(index=labels, columns=labels),
         }

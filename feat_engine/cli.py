@@ -1,12 +1,14 @@
 """The `feat` command line: predict, impute, relations (CSV, TSV, Parquet, Excel).
 
     feat predict --context train.csv --target y --query test.csv -o predictions.csv
+    feat predict --context train.csv --target y --query 'parts/*.parquet' -o out/ [--scheduler tcp://host:8786]
     feat impute table.csv -o filled.csv
-    feat relations table.csv -o relations.csv [--target y] [--method attention|pearson|spearman]
+    feat relations table.csv -o relations.csv [--target y] [--method attention|dependence|pearson|spearman]
 
 Input files are read by `feat_engine.io` (the app's reader too): the encoding and delimiter of text
-files are detected unless --encoding or --delimiter says. Progress and warnings go to stderr. Bad
-input prints one error line and exits with code 2.
+files are detected unless --encoding or --delimiter says. A directory or glob of Parquet files as
+--query is scored on Dask (`dask_scoring.py`): one output Parquet file per input file, in the directory -o.
+Progress and warnings go to stderr. Bad input prints one error line and exits with code 2.
 """
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ import pandas as pd
 
 from .checkpoint import CheckpointError
 from .estimators import LOCAL_CONTEXT, FEATClassifier, FEATImputer, FEATRegressor
-from .io import DELIMITERS, ENCODINGS, read_table, table_format, write_table
+from .io import DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_parts, read_table, table_format, write_table
+from .predictions import Fitted, prediction_frame
 from .preprocess import FEATInputError, infer_task
-from .relations import pearson_matrix, relation_matrix, spearman_matrix
+from .relations import dependence_matrix, pearson_matrix, relation_matrix, spearman_matrix
 
 
 def _progress(done: int, total: int, msg: str) -> None:
@@ -31,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="feat", description="FEAT zero-shot tabular predictions, imputation and relations.")
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-o", "--output", required=True, help="output file (.csv, .tsv, .parquet, .xlsx)")
+    common.add_argument("-o", "--output", required=True,
+                        help="output file (.csv, .tsv, .parquet, .xlsx); a directory for a --query of Parquet files")
     common.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     common.add_argument("--device", default="auto", help="auto, cpu or cuda")
     common.add_argument("--n-estimators", type=int, default=4, help="ensemble members (default 4)")
@@ -43,7 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", parents=[common], help="predict a target column for query rows")
     pr.add_argument("--context", required=True, help="labelled table")
     pr.add_argument("--target", required=True, help="target column of the context table")
-    pr.add_argument("--query", required=True, help="rows to predict (the target column, if present, is ignored)")
+    pr.add_argument("--query", required=True,
+                    help="rows to predict (the target column, if present, is ignored): a file, or a directory or "
+                         "quoted glob of Parquet files, scored on Dask into the directory -o")
+    pr.add_argument("--scheduler", default=None,
+                    help="for a directory or glob --query: a Dask scheduler's address (tcp://host:8786), or "
+                         "'local' (default) for a cluster on this machine")
     pr.add_argument("--task", choices=["auto", "classification", "regression"], default="auto")
     pr.add_argument("--max-context", type=int, default=None, help="cap on context rows per ensemble member")
     pr.add_argument("--local-context", type=int, default=LOCAL_CONTEXT,
@@ -54,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     re = sub.add_parser("relations", parents=[common], help="feature-relation matrix")
     re.add_argument("table")
     re.add_argument("--target", default=None, help="include this column as the target")
-    re.add_argument("--method", choices=["attention", "pearson", "spearman"], default="attention")
+    re.add_argument("--method", choices=["attention", "dependence", "pearson", "spearman"], default="attention",
+                    help="attention: where FEAT looks; dependence: how much worse FEAT predicts a column "
+                         "without another (one run per column); pearson, spearman: correlations")
     return p
 
 
@@ -64,31 +75,44 @@ def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
     return read_table(path, delimiter=sep, encoding=a.encoding)
 
 
-def _predict(a: argparse.Namespace) -> pd.DataFrame:
-    ctx, query = _read(a.context, a), _read(a.query, a)
+def _fit(a: argparse.Namespace) -> Fitted:
+    """The classifier or regressor for --target, fitted on the --context table."""
+    ctx = _read(a.context, a)
     if a.target not in ctx.columns:
         raise FEATInputError(f"{a.context}: target column {a.target!r} does not exist (columns: {list(ctx.columns)})")
     y, X = ctx[a.target], ctx.drop(columns=[a.target])
-    query = query.drop(columns=[a.target], errors="ignore")
     task = infer_task(y) if a.task == "auto" else a.task
     kw = dict(n_estimators=a.n_estimators, random_state=a.seed, device=a.device, max_context=a.max_context,
               checkpoint=a.checkpoint, progress=_progress, local_context=a.local_context or None)
-    if task == "regression":
-        reg = FEATRegressor(**kw).fit(X, y)
-        print(f"feat: {reg.reading_}", file=sys.stderr)
-        return pd.DataFrame({a.target: reg.predict(query)}, index=query.index)
-    clf = FEATClassifier(**kw).fit(X, y)
-    print(f"feat: {clf.reading_}", file=sys.stderr)
-    proba = clf.predict_proba(query)
-    out = pd.DataFrame(proba, columns=[f"p({c})" for c in clf.classes_], index=query.index)
-    out.insert(0, a.target, clf.classes_[proba.argmax(1)])
-    return out
+    est = (FEATRegressor if task == "regression" else FEATClassifier)(**kw).fit(X, y)
+    print(f"feat: {est.reading_}", file=sys.stderr)
+    return est
+
+
+def _predict_parts(a: argparse.Namespace) -> None:
+    """A directory or glob of Parquet files as --query: scored on Dask, one Parquet file per input file."""
+    from .dask_scoring import connect, predict_partitions, read_parquet_parts, write_parquet_parts
+    files = parquet_parts(a.query)
+    query = read_parquet_parts(files)             # from the files' footers: readable, one set of columns
+    output_directory(a.output)                    # fail on an unusable output before any work
+    result = predict_partitions(_fit(a), query, a.target)
+    address = a.scheduler or "local"
+    print(f"feat: scoring {len(files)} partition(s) on Dask ({address})", file=sys.stderr)
+    with connect(address):
+        write_parquet_parts(result, a.output, progress=_progress)
 
 
 def _run(a: argparse.Namespace) -> None:
+    if a.command == "predict" and names_parts(a.query):
+        _predict_parts(a)
+        return
+    if a.command == "predict" and a.scheduler is not None:
+        raise FEATInputError(f"--scheduler {a.scheduler}: Dask scores a directory or glob of Parquet files; "
+                             f"--query {a.query} is one file, predicted in this process.")
     table_format(a.output)                        # fail on an unsupported output before any work
     if a.command == "predict":
-        write_table(_predict(a), a.output)
+        query = _read(a.query, a)
+        write_table(prediction_frame(_fit(a), query, a.target), a.output)
         return
     table = _read(a.table, a)
     if a.command == "impute":
@@ -96,9 +120,11 @@ def _run(a: argparse.Namespace) -> None:
                           max_context=a.max_context, checkpoint=a.checkpoint, progress=_progress).fit_transform(table)
         write_table(out, a.output)
         return
+    feat = dict(random_state=a.seed, device=a.device, checkpoint=a.checkpoint, progress=_progress)
     if a.method == "attention":
-        m = relation_matrix(table, a.target, n_estimators=a.n_estimators, random_state=a.seed, device=a.device,
-                            checkpoint=a.checkpoint, progress=_progress)
+        m = relation_matrix(table, a.target, n_estimators=a.n_estimators, **feat)
+    elif a.method == "dependence":
+        m = dependence_matrix(table, a.target, **feat)
     else:
         m = (pearson_matrix if a.method == "pearson" else spearman_matrix)(table, a.target)
     write_table(m, a.output, index=True)
@@ -112,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = lambda msg, *_: print(f"feat: warning: {msg}", file=sys.stderr)
         try:
             _run(a)
-        except (FEATInputError, CheckpointError, OSError) as e:
+        except (FEATInputError, CheckpointError, OSError, ImportError) as e:   # ImportError: a missing extra
             print(f"feat: error: {e}", file=sys.stderr)
             return 2
     print(f"wrote {a.output}", file=sys.stderr)

@@ -6,6 +6,7 @@ same thing about those they cannot read.
     df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format
     got = load_table(data, "t.csv")                     # the frame and how it was read (encoding, delimiter)
     write_table(df, "out.parquet")
+    files = parquet_parts("query/*.parquet")           # a directory or glob of Parquet files, in order
 
 Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
 detected unless given. Unreadable input raises `TableError` (a `FEATInputError`) whose `problem`
@@ -14,11 +15,14 @@ names the file and what is wrong and whose `fix` says what to do.
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import os
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterator
 
 import pandas as pd
 
@@ -174,18 +178,37 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
     return Loaded(df, name, "tsv" if sep == "\t" else "csv", enc, sep, notes)
 
 
-def _read_parquet(data: bytes, name: str) -> Loaded:
-    """Parquet bytes, with the column names checked from the schema before the data is read."""
-    import pyarrow.parquet as pq
+@contextmanager
+def _parquet_errors(name: str) -> Iterator[None]:
+    """pyarrow's errors on a file that is not readable Parquet, as a TableError naming it."""
     try:
-        names = pq.read_schema(io.BytesIO(data)).names
-        _check_header(names, name)
-        return Loaded(pd.read_parquet(io.BytesIO(data)), name, "parquet")
+        yield
     except TableError:
         raise
     except Exception as e:  # ArrowInvalid, OSError ...
         raise TableError(f"{name}: not a readable Parquet file ({type(e).__name__}: {str(e)[:200]}).",
                          "Check that the file is complete and really Parquet, or export it to CSV.") from None
+
+
+def _read_parquet(data: bytes, name: str) -> Loaded:
+    """Parquet bytes, with the column names checked from the schema before the data is read."""
+    import pyarrow.parquet as pq
+    with _parquet_errors(name):
+        _check_header(pq.read_schema(io.BytesIO(data)).names, name)
+        return Loaded(pd.read_parquet(io.BytesIO(data)), name, "parquet")
+
+
+def parquet_schema(path: str | os.PathLike) -> pd.DataFrame:
+    """An empty frame with the columns and dtypes of a Parquet file, read from its footer alone;
+    TableError, in `read_table`'s words, for a missing or unreadable file or a repeated column name."""
+    import pyarrow.parquet as pq
+    name = str(path)
+    if not Path(path).is_file():
+        raise TableError(f"{name}: file not found.", "Check the path.")
+    with _parquet_errors(name):
+        schema = pq.read_schema(path)
+        _check_header(schema.names, name)
+        return schema.empty_table().to_pandas()
 
 
 def _read_excel(data: bytes, name: str) -> Loaded:
@@ -257,6 +280,47 @@ def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None =
     else:
         data = source if isinstance(source, bytes) else source.read()
     return load_table(data, name, delimiter, encoding).df
+
+
+def names_parts(source: str) -> bool:
+    """Whether `source` names a set of files, a directory or a glob pattern (* ? [), rather than one file."""
+    return not Path(source).is_file() and (Path(source).is_dir() or any(c in source for c in "*?["))
+
+
+def _natural(path: Path) -> list:
+    """Sort key putting part.2 before part.10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def parquet_parts(source: str) -> list[str]:
+    """The Parquet files of a directory (every file but those named .* or _*, such as _SUCCESS) or of a
+    glob pattern, in natural order (part.2 before part.10). TableError when none match or one is not
+    Parquet by its suffix."""
+    if Path(source).is_dir():
+        paths = [p for p in Path(source).iterdir() if p.is_file() and not p.name.startswith((".", "_"))]
+    else:
+        paths = [Path(p) for p in glob.glob(source) if Path(p).is_file()]
+    if not paths:
+        raise TableError(f"{source}: {'the directory holds no files' if Path(source).is_dir() else 'no files match'}.",
+                         "Check the path or pattern; it should name Parquet files (.parquet, .pq).")
+    for p in paths:
+        if FORMATS.get(p.suffix.lower()) != "parquet":
+            raise TableError(f"{p}: not a Parquet file; a directory or pattern of query files takes Parquet "
+                             "files (.parquet, .pq) only.", "Move the file out, or narrow the pattern (dir/*.parquet).")
+    return [str(p) for p in sorted(paths, key=_natural)]
+
+
+def output_directory(path: str | os.PathLike) -> Path:
+    """A directory for Parquet parts, created if missing. TableError for a table file name and for a
+    directory that holds anything, whose old parts would mix with the new."""
+    out = Path(path)
+    if out.suffix.lower() in FORMATS or out.is_file():
+        raise TableError(f"{out}: a directory or pattern of query files is written as a directory of Parquet "
+                         "files, not one file.", "Give a directory as the output.")
+    if out.is_dir() and any(out.iterdir()):
+        raise TableError(f"{out}: the output directory is not empty.", "Give a new or empty directory.")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, index: bool = False) -> None:

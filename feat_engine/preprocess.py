@@ -17,7 +17,7 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator
+from typing import Any, Hashable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -211,11 +211,16 @@ class TablePreprocessor:
     def check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
         """X's columns in the context's order; raises naming the columns missing or unexpected."""
         X = as_frame(X, what)
-        missing = [c for c in self.columns_ if c not in X.columns]
-        extra = [c for c in X.columns if c not in self.columns_]
+        self.check_names(X.columns, what)
+        return X[self.columns_]
+
+    def check_names(self, columns: Iterable, what: str) -> None:
+        """Raises naming the context's columns missing from `columns` and those unexpected in it."""
+        columns = list(columns)
+        missing = [c for c in self.columns_ if c not in columns]
+        extra = [c for c in columns if c not in self.columns_]
         if missing or extra:
             raise FEATInputError(f"{what} columns differ from the context's: missing {missing}, unexpected {extra}")
-        return X[self.columns_]
 
     def _encode(self, X: pd.DataFrame) -> np.ndarray:
         return np.column_stack([c.encode(X[c.name]) for c in self.plan_])

@@ -1,4 +1,5 @@
-"""Feature-relation matrices (paper section 6.4): FEAT attention, Pearson and Spearman.
+"""Feature-relation matrices: FEAT attention (paper section 6.4), FEAT masking sensitivity,
+Pearson and Spearman.
 
 `relation_matrix` reads the feature-axis attention of the pretrained model. The runner
 returns, per block, the attention (heads, C, C) averaged over rows, where C = D + 1 and the
@@ -9,13 +10,23 @@ feature i's attention to *other* features that goes to column feature j: "i read
 The matrix is not symmetric. Each member of the ensemble draws its own row subsample
 (`max_rows`, default 1024: attention is an average over rows, which settles long before
 that), row order, column order and S-DFE identities from `random_state`, so the result is
-reproducible for a fixed seed. All three matrices share one column order: the encoded
+reproducible for a fixed seed.
+
+`dependence_matrix` asks the model a question with an answer in data units instead: how much
+worse does FEAT predict column i, in context from all the other columns, when column j is
+hidden from the query rows? Entry [i, j] is that loss increase as a share of column i's
+variance (for a classification target: of the Brier score of its class frequencies), clipped
+at 0. It measures what j adds about i beyond the other columns, so it tends to miss pairs
+linked only through a third observed column, which the attention and the correlations
+cannot tell apart from direct ones. Every matrix shares one column order: the encoded
 features (datetime columns expand into parts), then the target.
 """
 from __future__ import annotations
 
 import os
 from typing import Any, Hashable
+
+from scipy.special import softmax
 
 import numpy as np
 import pandas as pd
@@ -66,6 +77,82 @@ def spearman_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     return encoded_table(X, target).corr(method="spearman")
 
 
+def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | None, max_classes: int,
+                     ) -> tuple[np.ndarray, list[str], int | None]:
+    """Standardised encoded features, then the target (standardised, or class codes), and the
+    target's class count (None for regression or no target)."""
+    pre = TablePreprocessor().fit(X)
+    x, names = pre.transform(X), pre.feature_names_
+    if y is None:
+        return x, names, None
+    keep = target_rows(y, len(X), str(target))
+    x, y = x[keep], y.iloc[keep]
+    if infer_task(y) == "regression":
+        return np.column_stack([x, TargetScaler().fit(y, str(target)).transform(y)]), names + [str(target)], None
+    enc = ClassEncoder().fit(y, str(target))
+    if len(enc.classes_) > max_classes:
+        raise FEATInputError(f"target {target!r} has {len(enc.classes_)} classes; "
+                             f"the relation matrices support at most {max_classes}")
+    return np.column_stack([x, enc.transform(y)]), names + [str(target)], len(enc.classes_)
+
+
+def dependence_matrix(
+    X: Any, target: Hashable | None = None, max_rows: int = 1024, n_query: int = 128,
+    random_state: int | None = 0, device: str = "auto",
+    checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Masking sensitivity (see the module docstring): [i, j] = how much hiding column j from
+    the query rows worsens FEAT's in-context prediction of column i, as a share of i's variance.
+
+    `max_rows` rows are drawn (seeded by `random_state`); `n_query` of them are the queries and
+    the rest the context. One run per column: its query rows come once whole and once per other
+    column with that column missing, so each run prices every other column at once.
+    """
+    X, y = _split(X, target)
+    model, _ = resolve_model(checkpoint)
+    z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
+    if len(z) < 8:
+        raise FEATInputError(f"dependence_matrix needs at least 8 rows, got {len(z)}")
+    rows = np.random.default_rng(random_state).permutation(len(z))[:max_rows]
+    n_q = int(np.clip(n_query, 1, len(rows) // 4))
+    q, c = rows[:n_q], rows[n_q:]
+    d = z.shape[1]
+    is_class = np.zeros(d, bool)
+    is_class[-1] = n_classes is not None
+    inputs = z.copy()
+    if n_classes is not None:                    # class codes read as a standardised number
+        t = inputs[:, -1]
+        inputs[:, -1] = (t - t.mean()) / (t.std() or 1.0)
+    steps = StepCounter(progress, d)
+    out = np.zeros((d, d))
+    for i in range(d):
+        others = np.delete(np.arange(d), i)
+        ctx = c[np.isfinite(z[c, i])]
+        qi = q[np.isfinite(z[q, i])]
+        say = steps.callback(f"column {i + 1}/{d} ({names[i]})")
+        if len(ctx) < 4 or len(qi) == 0 or (not is_class[i] and np.nanstd(z[ctx, i]) == 0):
+            continue
+        xq = np.repeat(inputs[qi][:, others][None], d, axis=0)          # copy 0 whole, copy k + 1 without column k
+        for k in range(d - 1):
+            xq[k + 1, :, k] = np.nan
+        xq = xq.reshape(-1, d - 1)
+        ids = model.column_ids(1, d - 1, seed=random_state)
+        if is_class[i]:
+            res = run(model, inputs[ctx][:, others], z[ctx, i], xq, "classification", n_classes=n_classes,
+                      column_ids=ids, device=device, progress=say)
+            p = softmax(res.logits[:, :n_classes].astype(np.float64), axis=1).reshape(d, len(qi), n_classes)
+            truth = np.eye(n_classes)[z[qi, i].astype(int)]
+            freq = np.bincount(z[ctx, i].astype(int), minlength=n_classes) / len(ctx)
+            loss = ((p - truth) ** 2).sum(-1).mean(-1) / max(((freq - truth) ** 2).sum(-1).mean(), 1e-12)
+        else:
+            mu, sd = z[ctx, i].mean(), z[ctx, i].std()
+            res = run(model, inputs[ctx][:, others], (z[ctx, i] - mu) / sd, xq, "regression",
+                      column_ids=ids, device=device, progress=say)
+            loss = ((res.pred.reshape(d, len(qi)) - (z[qi, i] - mu) / sd) ** 2).mean(-1)
+        out[i, others] = np.maximum(loss[1:] - loss[0], 0.0)
+    return pd.DataFrame(out, index=names, columns=names)
+
+
 def relation_matrix(
     X: Any, target: Hashable | None = None, n_estimators: int = 2, max_rows: int = 1024,
     random_state: int | None = 0, device: str = "auto",
@@ -77,24 +164,9 @@ def relation_matrix(
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)
-    pre = TablePreprocessor().fit(X)
-    names = pre.feature_names_
-    x = pre.transform(X)
-    y_ctx, task, n_classes = None, None, None
-    if y is not None:
-        keep = target_rows(y, len(X), str(target))
-        x, y = x[keep], y.iloc[keep]
-        task = infer_task(y)
-        if task == "regression":
-            y_ctx = TargetScaler().fit(y, str(target)).transform(y)
-        else:
-            enc = ClassEncoder().fit(y, str(target))
-            n_classes = len(enc.classes_)
-            if n_classes > model.cfg.max_classes:
-                raise FEATInputError(f"target {target!r} has {n_classes} classes; "
-                                     f"relation_matrix supports at most {model.cfg.max_classes}")
-            y_ctx = enc.transform(y).astype(np.float32)
-        names = names + [str(target)]
+    z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
+    task = None if y is None else ("regression" if n_classes is None else "classification")
+    x, y_ctx = (z, None) if y is None else (z[:, :-1], z[:, -1].astype(np.float32))
     d = x.shape[1]
     members = plan_members(len(x), d, n_estimators, d, max_rows, random_state)
     steps = StepCounter(progress, len(members))

@@ -315,7 +315,18 @@ def test_masking_demo_scores_feat_and_baselines():
         assert not f.isna().any(axis=None)
 
 
+def _graph(at: AppTest) -> dict:
+    return [s for s in charts(at) if any(t.get("name") == "target" for t in s["data"])][0]
+
+
+def _graph_colours(graph: dict) -> pd.Series:
+    """The graph's node colours (each column's relation to the target) by node label."""
+    nodes = [t for t in graph["data"] if t.get("name") == "columns"][0]
+    return pd.Series(arr(nodes["marker"]["color"]).astype(float), index=list(arr(nodes["text"])))
+
+
 def test_relations_heatmaps_graph_and_parts():
+    from app import figures
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/relations.py").run()
@@ -325,31 +336,45 @@ def test_relations_heatmaps_graph_and_parts():
     no_trouble(at)
     specs = charts(at)
     heat = [s for s in specs if s["data"][0]["type"] == "heatmap"]
-    assert len(heat) == 3
+    assert len(heat) == 4                                   # attention, dependence, Pearson, Spearman
+    assert "attention" in heat[0]["layout"]["title"]["text"] and "dependence" in heat[1]["layout"]["title"]["text"]
     orders = [list(h["data"][0]["x"]) for h in heat]
-    assert orders[0] == orders[1] == orders[2] and len(orders[0]) == 7          # one clustering order, D + 1
+    assert all(o == orders[0] for o in orders) and len(orders[0]) == 7           # one clustering order, D + 1
     for h in heat:
         assert arr(h["data"][0]["z"]).shape == (7, 7)
-    a = at.session_state["result:relations"]["mats"]["FEAT"]
+    mats = at.session_state["result:relations"]["mats"]
+    assert list(mats) == ["FEAT", "FEAT dependence", "Pearson", "Spearman"]
+    a, dep = mats["FEAT"], mats["FEAT dependence"]
     assert np.allclose(a.sum(axis=1), 1.0) and np.allclose(np.diag(a), 0.0)
-    graph = [s for s in specs if any(t.get("name") == "target" for t in s["data"])]
-    assert len(graph) == 1
-    nodes = [t for t in graph[0]["data"] if t.get("name") == "columns"][0]
-    assert len(arr(nodes["x"])) == 6
+    assert list(dep.index) == list(dep.columns) == list(a.index)
+    assert np.allclose(np.diag(dep), 0.0) and (dep.to_numpy() >= 0).all() and dep.to_numpy().max() > 0
+    # the dependency graph is built from the dependence matrix by default, from attention on request
+    assert at.radio(key="rel_graph_from").value == "FEAT dependence"
     k = at.slider(key="rel_topk").value
-    assert len(graph[0]["layout"]["annotations"]) == k
-    bars = [s for s in specs if s["data"][0]["type"] == "bar"]
-    assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == ["FEAT", "Pearson", "Spearman"]
-    # the asymmetric part: A - A^T is antisymmetric
+    graph = _graph(at)
+    assert len(arr([t for t in graph["data"] if t.get("name") == "columns"][0]["x"])) == 6
+    assert len(graph["layout"]["annotations"]) == len(figures.graph_edges(dep, top_k=k))
+    colours = _graph_colours(graph)
+    assert np.allclose(colours, figures.target_relation(dep, "cultivar")[colours.index])
+    at.radio(key="rel_graph_from").set_value("FEAT").run()
+    no_trouble(at)
+    graph = _graph(at)
+    assert len(graph["layout"]["annotations"]) == k                  # attention is positive off the diagonal
+    colours = _graph_colours(graph)
+    assert np.allclose(colours, figures.target_relation(a, "cultivar")[colours.index])
+    bars = [s for s in charts(at) if s["data"][0]["type"] == "bar"]
+    assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == ["FEAT", "FEAT dependence", "Pearson", "Spearman"]
+    # the asymmetric part of both FEAT matrices: A - A^T is antisymmetric
     at.radio(key="rel_part").set_value("A-AT").run()
     no_trouble(at)
-    z = np.nan_to_num(arr(charts(at)[0]["data"][0]["z"]).astype(float))  # diagonal left blank
-    assert np.allclose(z, -z.T, atol=1e-6) and np.abs(z).max() > 0
+    for h in charts(at)[:2]:
+        z = np.nan_to_num(arr(h["data"][0]["z"]).astype(float))          # diagonal left blank
+        assert np.allclose(z, -z.T, atol=1e-6) and np.abs(z).max() > 0
     at.slider(key="rel_topk").set_value(3).run()
-    graph = [s for s in charts(at) if any(t.get("name") == "target" for t in s["data"])][0]
-    assert len(graph["layout"]["annotations"]) == 3
+    assert len(_graph(at)["layout"]["annotations"]) == 3
     labels = [d.label for d in at.get("download_button")]
-    assert "FEAT matrix (CSV)" in labels and "All three, long format (CSV)" in labels
+    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)", "Pearson (CSV)",
+                      "Spearman (CSV)", "All four, long format (CSV)"]
 
 
 def test_excel_and_parquet_uploads_render():

@@ -2,7 +2,8 @@
 Playwright with Debian's Chromium (/usr/bin/chromium; `playwright install` cannot
 download a browser here). Upload a CSV, pick a target, run Predict and see the metrics,
 download the predictions and parse them, impute, run the masking demo, open Relations
-and see three heatmaps and the graph. Screenshots of each view go to docs/screenshots/."""
+and see four heatmaps and the graph. Screenshots of each view go to docs/screenshots/.
+Two browser contexts working at once never see each other's data, state or results."""
 from __future__ import annotations
 
 import io
@@ -134,22 +135,25 @@ def _plot_types(page) -> list[list[str]]:
         .map(el => (el.data || []).map(t => (t.type || 'scatter') + ':' + (t.name || '')))""")
 
 
+def _upload(page, url: str, path: Path, n_rows: int) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name="Data").first.wait_for(timeout=90_000)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    page.get_by_text("Preview", exact=True).wait_for(timeout=60_000)
+    _wait_idle(page)
+    assert f"{n_rows}" in page.locator('[data-testid="stMetric"]').filter(has_text="Rows").inner_text()
+
+
 def test_whole_path_in_chromium(server, browser, tmp_path):
     csv_path = tmp_path / "wine_small.csv"
     df = _table(csv_path)
     page = browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(server)
-    page.get_by_role("heading", name="Data").first.wait_for(timeout=90_000)
-    assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
 
     # --- Data: upload a CSV (the uploader is there at once, beside the sample tables)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv_path))
-    page.get_by_text("Preview", exact=True).wait_for(timeout=60_000)
-    _wait_idle(page)
-    rows = page.locator('[data-testid="stMetric"]').filter(has_text="Rows")
-    assert "120" in rows.inner_text()
+    _upload(page, server, csv_path, 120)
+    assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
     assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
     _shot(page, "data")
 
@@ -194,7 +198,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_text("FEAT NRMSE (numeric)").wait_for(timeout=RUN_TIMEOUT)
     _shot(page, "masking")
 
-    # --- Relations: three heatmaps and the graph
+    # --- Relations: four heatmaps (FEAT attention and dependence, Pearson, Spearman) and the graph
     _nav(page, "Relations")
     target = page.get_by_role("combobox", name="Target (optional)")
     assert target.input_value() == "cultivar"          # remembered from Predict
@@ -202,10 +206,57 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_role("button", name="Compute relations").click()
     page.get_by_text("Dependency graph").wait_for(timeout=RUN_TIMEOUT)
     _wait_idle(page)
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 5", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=60_000)
     types = _plot_types(page)
-    assert sum(t[0].startswith("heatmap") for t in types) == 3, types
+    assert sum(t[0].startswith("heatmap") for t in types) == 4, types
+    titles = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+        const t = (el.layout || {}).title; return typeof t === 'string' ? t : ((t && t.text) || ''); })""")
+    assert sum("FEAT dependence" in t for t in titles) == 1, titles
     assert sum(any(x == "scatter:target" for x in t) for t in types) == 1, types   # the graph
     assert sum(t[0].startswith("bar") for t in types) == 1, types                  # relation to the target
     _shot(page, "relations")
     assert not errors, errors
+
+
+def test_two_sessions_never_see_each_other(server, browser, tmp_path):
+    """Two browser contexts (two users) upload different tables; while one runs a prediction the
+    other uploads and works. Neither sees the other's file, columns, state or results."""
+    alpha, beta = tmp_path / "alpha.csv", tmp_path / "beta.csv"
+    _table(alpha)                                                         # 120 rows, target 'cultivar'
+    rng = np.random.default_rng(1)
+    pd.DataFrame({"speed": rng.normal(size=80), "load": rng.normal(size=80),
+                  "grade": rng.choice(["low", "high"], size=80)}).to_csv(beta, index=False)
+    ctx_a, ctx_b = (browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2))
+    pa, pb = ctx_a.new_page(), ctx_b.new_page()
+    errors: list[str] = []
+    for p in (pa, pb):
+        p.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        _upload(pa, server, alpha, 120)
+        _nav(pa, "Predict")
+        pa.get_by_role("combobox", name="Target column").click()
+        pa.get_by_role("option", name="cultivar", exact=True).click()
+        _wait_idle(pa)
+        _set_number(pa, "FEAT ensemble members", 1)
+        pa.get_by_role("button", name="Run prediction").click()          # runs on the server ...
+        _upload(pb, server, beta, 80)                                     # ... while the other user uploads
+        pa.get_by_text("FEAT ROC-AUC").wait_for(timeout=RUN_TIMEOUT)
+        _wait_idle(pa)
+
+        side_a = pa.locator('[data-testid="stSidebar"]').inner_text()
+        side_b = pb.locator('[data-testid="stSidebar"]').inner_text()
+        assert "alpha.csv" in side_a and "beta.csv" not in side_a
+        assert "beta.csv" in side_b and "alpha.csv" not in side_b
+        _nav(pb, "Predict")
+        body_b = pb.locator('[data-testid="stMain"]').inner_text()
+        assert "FEAT ROC-AUC" not in body_b and "cultivar" not in body_b, body_b[:2000]
+        pb.get_by_role("combobox", name="Target column").click()
+        options = pb.get_by_role("option").all_inner_texts()
+        assert "grade" in options and "cultivar" not in options, options
+        pb.keyboard.press("Escape")
+        _nav(pa, "Data")                                                  # A's table is still A's
+        assert "120" in pa.locator('[data-testid="stMetric"]').filter(has_text="Rows").inner_text()
+        assert not errors, errors
+    finally:
+        ctx_a.close()
+        ctx_b.close()

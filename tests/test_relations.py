@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feat_engine import FEATInputError, pearson_matrix, relation_matrix, spearman_matrix
+from feat_engine import FEATInputError, dependence_matrix, pearson_matrix, relation_matrix, spearman_matrix
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,31 @@ def test_pearson_and_spearman_share_the_order(table):
     assert s.loc["a", "e"] == pytest.approx(1.0)             # monotone -> rank correlation 1
     assert p.loc["a", "e"] < 0.95                            # ... but not linear
     assert abs(p.loc["b", "colour"]) > 0.5
+
+
+def test_dependence_matrix_sees_through_a_chain():
+    """a -> b -> c, noise n: c is predicted from b; a adds nothing once b is known, though it
+    correlates with c at about 0.7 (Pearson cannot tell the two apart)."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=600)
+    b = a + rng.normal(size=600)
+    df = pd.DataFrame({"a": a, "b": b, "c": b + 0.1 * rng.normal(size=600), "n": rng.normal(size=600)})
+    m = dependence_matrix(df, max_rows=600, n_query=128)
+    assert list(m.index) == list(m.columns) == ["a", "b", "c", "n"]
+    assert np.allclose(np.diag(m), 0) and (m.to_numpy() >= 0).all()
+    assert abs(pearson_matrix(df).loc["c", "a"]) > 0.6
+    assert m.loc["c", "b"] > 0.3 and m.loc["c", "b"] > 5 * max(m.loc["c", "a"], m.loc["c", "n"], 0.01)
+
+
+def test_dependence_matrix_with_a_class_target(table):
+    m1 = dependence_matrix(table, target="y", max_rows=200, n_query=48, random_state=3)
+    m2 = dependence_matrix(table, target="y", max_rows=200, n_query=48, random_state=3)
+    assert list(m1.columns) == ["a", "b", "c", "e", "colour", "y"]
+    pd.testing.assert_frame_equal(m1, m2)
+    assert np.allclose(np.diag(m1), 0) and (m1.to_numpy() >= 0).all()
+    assert m1.loc["y", ["a", "b"]].min() > m1.loc["y", "c"]        # y = [a + b > 0]: c is noise
+    with pytest.raises(FEATInputError, match="at least 8 rows"):
+        dependence_matrix(table.head(5))
 
 
 def test_relation_errors(table):

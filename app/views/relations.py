@@ -1,5 +1,5 @@
-"""Relations: FEAT's relation matrix next to Pearson and Spearman, a dependency graph and
-each feature's relation to the target."""
+"""Relations: FEAT's attention and dependence matrices next to Pearson and Spearman, a
+dependency graph and each feature's relation to the target."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +15,11 @@ if ds is None:
     st.stop()
 table, _ = state.model_table()
 cols = list(table.columns)
-st.caption("FEAT's relation matrix aggregates the model's attention across the columns of each row "
-           "(over layers, heads and rows). Pearson and Spearman are shown next to it. All three heatmaps use "
-           "one hierarchical-clustering order.")
+st.caption("**FEAT attention** shows where the model looks: the share of column i's attention (over layers, "
+           "heads and rows) that goes to column j. **FEAT dependence** shows how much worse FEAT predicts "
+           "column i when column j is hidden, as a share of column i's variance (0: no loss). Pearson and "
+           "Spearman are shown next to them; all four heatmaps use one hierarchical-clustering order.")
+FEAT_MATS = {"FEAT": "FEAT attention", "FEAT dependence": "FEAT dependence (masking)"}
 
 NONE = "(no target)"
 options = [NONE] + cols
@@ -57,19 +59,24 @@ st.divider()
 for w in res["warnings"]:
     st.warning(f"FEAT: {w}", icon=":material/warning:")
 mats, order, tgt = res["mats"], res["order"], res["target"]
-part = st.radio("FEAT matrix part", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
+part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
                                      "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on i).")
-a = mats["FEAT"]
-c1, c2, c3 = st.columns(3)
-c1.plotly_chart(figures.heatmap(figures.asymmetric_part(a, part), order, f"FEAT: {figures.PARTS[part]}",
-                                diverging=part == "A-AT", blank_diagonal=True), width="stretch", key="hm_feat")
-c2.plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson r", diverging=True), width="stretch", key="hm_pearson")
-c3.plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman ρ", diverging=True), width="stretch", key="hm_spearman")
+c1, c2 = st.columns(2)
+c3, c4 = st.columns(2)
+for col, name, key in ((c1, "FEAT", "hm_feat"), (c2, "FEAT dependence", "hm_dependence")):
+    col.plotly_chart(figures.heatmap(figures.asymmetric_part(mats[name], part), order,
+                                     f"{FEAT_MATS[name]}: {figures.PARTS[part]}", diverging=part == "A-AT",
+                                     blank_diagonal=True), width="stretch", key=key)
+c3.plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson r", diverging=True), width="stretch", key="hm_pearson")
+c4.plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman ρ", diverging=True), width="stretch", key="hm_spearman")
 
 st.markdown("#### Dependency graph")
-n_off = len(a) * (len(a) - 1)
 g1, g2 = st.columns([1, 3])
+source = g1.radio("Graph from", list(FEAT_MATS), index=list(FEAT_MATS).index("FEAT dependence"),
+                  format_func=FEAT_MATS.get, key="rel_graph_from")
+a = mats[source]
+n_off = len(a) * (len(a) - 1)
 how = g1.radio("Edges", ["top-k", "threshold"], key="rel_edges_how")
 if how == "top-k":
     k = g1.slider("Strongest k relations", 1, max(1, min(n_off, 100)), min(max(1, 2 * len(a)), min(n_off, 100)),
@@ -78,24 +85,25 @@ if how == "top-k":
 else:
     thr = g1.slider("Threshold (share of the strongest)", 0.0, 1.0, 0.5, 0.05, key="rel_thr")
     edges = figures.graph_edges(a, threshold=thr)
-g1.caption("Arrow i → j: column i draws on column j. Node colour: relation to the target; the target is the star.")
+g1.caption("Arrow i → j: column i draws on column j (attention: i looks at j; dependence: FEAT predicts i "
+           "worse without j). Node colour: relation to the target; the target is the star.")
 fig, graph = figures.dependency_graph(a, edges, tgt)
 g2.plotly_chart(fig, width="stretch", key="rel_graph")
 
 if tgt is not None:
     st.markdown("#### Each feature's relation to the target")
-    rel = pd.DataFrame({m: (figures.target_relation(mats[m], tgt) if m == "FEAT" else mats[m][tgt].drop(tgt))
-                        for m in ("FEAT", "Pearson", "Spearman")})
+    rel = pd.DataFrame({m: (figures.target_relation(mats[m], tgt) if m in FEAT_MATS else mats[m][tgt].drop(tgt))
+                        for m in mats})
     st.plotly_chart(figures.target_bars(rel, str(tgt)), width="stretch", key="rel_bars")
 
 st.markdown("#### Export")
-e1, e2, e3, e4 = st.columns(4)
-for col, name in zip((e1, e2, e3), ("FEAT", "Pearson", "Spearman")):
-    m = mats[name].loc[order, order]
-    col.download_button(f"{name} matrix (CSV)", downloads.csv_bytes(m, index=True), f"relations_{name.lower()}.csv",
-                        "text/csv", key=f"dl_rel_{name}")
+exports = st.columns(len(mats) + 1)
+for col, name in zip(exports, mats):
+    slug = name.lower().replace(" ", "_")
+    col.download_button(f"{FEAT_MATS.get(name, name)} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
+                        f"relations_{slug}.csv", "text/csv", key=f"dl_rel_{slug}")
 long = pd.concat([mats[n].loc[order, order].rename_axis(index="row", columns="column").stack().rename("value")
-                  .reset_index().assign(method=n) for n in ("FEAT", "Pearson", "Spearman")], ignore_index=True)
-e4.download_button("All three, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv", "text/csv",
-                   key="dl_rel_all")
+                  .reset_index().assign(method=n) for n in mats], ignore_index=True)
+exports[-1].download_button("All four, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv", "text/csv",
+                            key="dl_rel_all")
 st.caption(f"Computed on {res['n_rows']:,} rows in {res['seconds']:.1f} s.")

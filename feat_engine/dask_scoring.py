@@ -1,0 +1,112 @@
+"""Scoring on Dask: a fitted FEATClassifier or FEATRegressor predicts a Dask DataFrame partition by
+partition, for query tables larger than one machine's memory.
+
+    with connect("tcp://host:8786") as client:          # or connect("local"), or any distributed.Client
+        result = predict_partitions(clf, dd.read_parquet("query/"), "y")
+        result.to_parquet("out/")                         # or write_parquet_parts(result, "out/")
+
+`predict_partitions` gives, per partition, exactly the table `prediction_frame` gives in-process (same
+columns and dtypes, declared as `meta` so Dask never runs the model to infer them). Every partition is
+scored against the estimator's one shared context, and a query row's prediction never depends on the
+other query rows, so partitions are independent and partition boundaries do not change any result.
+The estimator, with its model rather than a checkpoint path, enters the graph once as a single task,
+so each worker receives it once, not once per partition. Paths (query files, output directory) must be
+readable and writable by the workers. Needs the optional extra: pip install "feat-engine[dask]".
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+from contextlib import contextmanager
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterator
+
+from sklearn.utils.validation import check_is_fitted
+
+from .ensemble import Progress, resolve_model
+from .io import TableError, output_directory, parquet_schema, read_table, write_table
+from .predictions import Fitted, prediction_frame, prediction_meta
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    from distributed import Client
+
+CONNECT_TIMEOUT = "10s"      # how long `connect` waits for a scheduler that does not answer
+
+
+def _require(module: str) -> ModuleType:
+    """Import an optional Dask module, or say which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f'scoring on Dask needs dask and distributed ({e}): pip install "feat-engine[dask]"') from None
+
+
+@contextmanager
+def connect(address: str) -> Iterator[Client]:
+    """A distributed Client for the scheduler at `address` (tcp://host:8786), or for a LocalCluster
+    on this machine (one single-threaded worker process per core) when `address` is "local"; closed
+    on exit. A scheduler that does not answer within CONNECT_TIMEOUT raises ConnectionError naming it."""
+    distributed = _require("distributed")
+    if address == "local":
+        with distributed.LocalCluster(threads_per_worker=1, dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            yield client
+        return
+    try:
+        client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+    except (OSError, ValueError) as e:        # timeouts and refusals; ValueError: a malformed address
+        raise ConnectionError(f"Dask scheduler {address}: cannot connect ({e}). Check the address "
+                              "(tcp://host:8786) and that the scheduler runs, or use 'local'.") from None
+    with client:
+        yield client
+
+
+def read_parquet_parts(files: list[str]) -> dd.DataFrame:
+    """A Dask DataFrame with one partition per Parquet file, each read on a worker by `read_table`.
+    The columns come from the files' footers: TableError names a file whose columns differ from the
+    first file's."""
+    dd = _require("dask.dataframe")
+    meta = parquet_schema(files[0])
+    for path in files[1:]:
+        columns = list(parquet_schema(path).columns)
+        if columns != list(meta.columns):
+            raise TableError(f"{path}: columns differ from those of {files[0]}: missing "
+                             f"{[c for c in meta.columns if c not in columns]}, unexpected "
+                             f"{[c for c in columns if c not in meta.columns]}, or in another order.",
+                             "Give query files that share one set of columns.")
+    return dd.from_map(read_table, files, meta=meta, label="read-query")
+
+
+def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> dd.DataFrame:
+    """The fitted estimator's `prediction_frame` of every partition of query, lazily. The query's
+    columns (bar `target`, which is ignored) are checked against the context's at once, without
+    reading any partition."""
+    dask = _require("dask")
+    dd = _require("dask.dataframe")
+    check_is_fitted(estimator, "members_")
+    estimator.preprocessor_.check_names([c for c in query.columns if c != target], "query")
+    # the model itself rather than a checkpoint path the workers may lack, on the CPU so that any
+    # worker can unpickle it; no progress callback, which would print on the workers
+    shipped = copy.copy(estimator)
+    shipped.checkpoint = copy.deepcopy(resolve_model(estimator.checkpoint)[0]).cpu()
+    shipped.progress = None
+    meta = prediction_meta(estimator, target, query._meta.index)
+    return dd.map_partitions(prediction_frame, dask.delayed(shipped, traverse=False), query, target, meta=meta)
+
+
+def write_parquet_parts(result: dd.DataFrame, directory: str | os.PathLike, progress: Progress | None = None) -> int:
+    """Write each partition of result to directory/part-00000.parquet, part-00001.parquet, ... with
+    `write_table`, on the workers of the current distributed Client; `progress(done, total, message)`
+    as partitions finish. The directory is created, and refused if it holds anything. Returns the
+    number of partitions."""
+    dask = _require("dask")
+    distributed = _require("distributed")
+    out = output_directory(directory)
+    writes = [dask.delayed(write_table)(part, out / f"part-{i:05d}.parquet") for i, part in enumerate(result.to_delayed())]
+    futures = distributed.get_client().compute(writes)
+    for done, _ in enumerate(distributed.as_completed(futures, with_results=True), 1):   # raises a failed part's error
+        if progress is not None:
+            progress(done, len(futures), "partitions written")
+    return len(futures)
