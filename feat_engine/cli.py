@@ -38,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="output file (.csv, .tsv, .parquet, .xlsx); a directory for a --query of Parquet files")
     common.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     common.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    common.add_argument("--n-estimators", type=int, default=4, help="ensemble members (default 4)")
+    common.add_argument("--n-estimators", type=int, default=None,
+                        help="ensemble members (default: the library's, 4 for predict, 1 per column for impute, "
+                             "2 for relations)")
     common.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     common.add_argument("--delimiter", choices=["auto", *DELIMITERS.values()], default="auto",
                         help="delimiter of text input files (default: detected)")
@@ -75,6 +77,11 @@ def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
     return read_table(path, delimiter=sep, encoding=a.encoding)
 
 
+def _members(a: argparse.Namespace) -> dict:
+    """n_estimators when --n-estimators was given; otherwise the library's default for the command."""
+    return {} if a.n_estimators is None else {"n_estimators": a.n_estimators}
+
+
 def _fit(a: argparse.Namespace) -> Fitted:
     """The classifier or regressor for --target, fitted on the --context table."""
     ctx = _read(a.context, a)
@@ -82,8 +89,8 @@ def _fit(a: argparse.Namespace) -> Fitted:
         raise FEATInputError(f"{a.context}: target column {a.target!r} does not exist (columns: {list(ctx.columns)})")
     y, X = ctx[a.target], ctx.drop(columns=[a.target])
     task = infer_task(y) if a.task == "auto" else a.task
-    kw = dict(n_estimators=a.n_estimators, random_state=a.seed, device=a.device, max_context=a.max_context,
-              checkpoint=a.checkpoint, progress=_progress, local_context=a.local_context or None)
+    kw = dict(random_state=a.seed, device=a.device, max_context=a.max_context, checkpoint=a.checkpoint,
+              progress=_progress, local_context=a.local_context or None, **_members(a))
     est = (FEATRegressor if task == "regression" else FEATClassifier)(**kw).fit(X, y)
     print(f"feat: {est.reading_}", file=sys.stderr)
     return est
@@ -122,7 +129,7 @@ def _run(a: argparse.Namespace) -> None:
         return
     feat = dict(random_state=a.seed, device=a.device, checkpoint=a.checkpoint, progress=_progress)
     if a.method == "attention":
-        m = relation_matrix(table, a.target, n_estimators=a.n_estimators, **feat)
+        m = relation_matrix(table, a.target, **_members(a), **feat)
     elif a.method == "dependence":
         m = dependence_matrix(table, a.target, **feat)
     else:

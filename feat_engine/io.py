@@ -175,7 +175,31 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
             f"{header[0][:60]!r} contains {DELIMITERS[others[0]]}s: the delimiter looks wrong.",
             f"Set the delimiter to {DELIMITERS[others[0]]}.")
     notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
+    comma = _decimal_comma_columns(df) if sep != "," else []
+    if comma:
+        for c in comma:
+            df[c] = pd.to_numeric(df[c].str.strip().str.replace(".", "", regex=False).str.replace(",", ".", regex=False))
+        notes.append(f"column{'s' if len(comma) > 1 else ''} {', '.join(repr(c) for c in comma)} read as numbers "
+                     "written with a decimal comma (1.234,5 = 1234.5)")
     return Loaded(df, name, "tsv" if sep == "\t" else "csv", enc, sep, notes)
+
+
+_DECIMAL_COMMA = r"[+-]?(\d+|\d{1,3}(\.\d{3})+)(,\d+)?"     # 12,5  -3  1.234,5 (dots group thousands)
+
+
+def _decimal_comma_columns(df: pd.DataFrame) -> list:
+    """Text columns whose every value is a number written with a decimal comma, at least one with a comma.
+    Only for files not delimited by commas; a column with any other value stays text."""
+    found = []
+    for c in df.columns:
+        if not (df[c].dtype == object or pd.api.types.is_string_dtype(df[c])):
+            continue
+        v = df[c].dropna()
+        if len(v) and v.map(type).eq(str).all():
+            v = v.str.strip()
+            if v.str.contains(",", regex=False).any() and v.str.fullmatch(_DECIMAL_COMMA).all():
+                found.append(c)
+    return found
 
 
 @contextmanager

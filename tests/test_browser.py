@@ -183,8 +183,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     _shot(page, "predict")
 
     # --- Impute
-    _nav(page, "Impute")
-    _set_number(page, "FEAT ensemble members", 1)
+    _nav(page, "Impute")                                  # the defaults: one member per column
     page.get_by_role("button", name="Impute missing cells").click()
     page.get_by_text("Cells imputed").wait_for(timeout=RUN_TIMEOUT)
     still = page.locator('[data-testid="stMetric"]').filter(has_text="Still missing").inner_text()
@@ -193,7 +192,6 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
 
     # --- Masking demo
     _nav(page, "Masking demo")
-    _set_number(page, "FEAT ensemble members", 1)
     page.get_by_role("button", name="Hide cells and impute").click()
     page.get_by_text("FEAT NRMSE (numeric)").wait_for(timeout=RUN_TIMEOUT)
     _shot(page, "masking")

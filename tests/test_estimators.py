@@ -18,6 +18,7 @@ from sklearn.exceptions import NotFittedError
 
 import feat_engine.estimators as est_mod
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
+from feat_engine.estimators import COLUMN_MEMBERS
 from feat_engine.ensemble import plan_members
 from feat_engine.inference import RunResult
 
@@ -170,6 +171,21 @@ def test_chained_imputer_predicts_each_column_in_context():
     assert set(out["level"][hide[:, 3]]) <= set(counts.index[:10])
     with pytest.raises(FEATInputError, match="method must be 'chained' or 'reconstruction', got 'mice'"):
         FEATImputer(method="mice").fit(df)
+
+
+@pytest.mark.parametrize("method, members", [("chained", f"member {COLUMN_MEMBERS}/{COLUMN_MEMBERS}"),
+                                             ("reconstruction", "member 4/4")])
+def test_imputer_default_members(method, members):
+    """n_estimators=None: COLUMN_MEMBERS runs per incomplete column (chained), 4 per table (reconstruction)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    X[rng.uniform(size=80) < 0.2, 0] = np.nan
+    X[rng.uniform(size=80) < 0.2, 2] = np.nan
+    seen = []
+    FEATImputer(method=method, progress=lambda d, t, m: seen.append(m)).fit_transform(X)
+    assert members in seen[-1]
+    if method == "chained":
+        assert {m.split(":")[0] for m in seen} == {"column 0", "column 2"}
 
 
 def test_imputer_ndarray_new_rows_and_blocks():

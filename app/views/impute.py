@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import streamlit as st
+from feat_engine.estimators import COLUMN_MEMBERS
 
 from app import downloads, engine, metrics, state
 from app import io as aio
@@ -26,7 +27,9 @@ st.markdown(f"**{n_miss:,}** missing cells in **{int(miss.any(axis=1).sum()):,}*
 with st.form("impute_form"):
     f1, f2, f3 = st.columns(3)
     seed = f1.number_input("Seed", 0, 2**31 - 1, 0, 1, key="imp_seed")
-    n_est = f2.number_input("FEAT ensemble members", 1, 16, 4, 1, key="imp_nest")
+    n_est = f2.number_input("FEAT members per column", 1, 16, COLUMN_MEMBERS, 1, key="imp_nest",
+                            help="Each incomplete column is predicted by its own FEAT run; more members average "
+                                 "more runs per column (slower).")
     max_ctx = f3.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="imp_maxctx")
     go = st.form_submit_button("Impute missing cells", type="primary", key="imp_run")
 

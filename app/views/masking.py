@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pandas as pd
 import streamlit as st
+from feat_engine.estimators import COLUMN_MEMBERS
 
 from app import baselines, downloads, engine, figures, metrics, state
 from app import io as aio
@@ -40,7 +41,7 @@ with st.form("mask_form"):
                                help="A random sample of the complete rows, to keep the demo fast.")
     methods = st.multiselect("Baselines", list(baselines.BASELINE_IMPUTERS), default=list(baselines.BASELINE_IMPUTERS),
                              key="mask_methods")
-    n_est = st.number_input("FEAT ensemble members", 1, 16, 2, 1, key="mask_nest")
+    n_est = st.number_input("FEAT members per column", 1, 16, COLUMN_MEMBERS, 1, key="mask_nest")
     go = st.form_submit_button("Hide cells and impute", type="primary", key="mask_run")
 
 if go:
