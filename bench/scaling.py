@@ -224,7 +224,29 @@ def _ratio(a: dict, b: dict) -> str:
     return "—" if r is None else f"{r:.2f}"
 
 
-def _forward_lines(results: list[dict], by: dict, args) -> list[str]:
+def _gflops(r: dict, info: dict) -> str:
+    """Achieved matmul GFLOP/s of a finished FEAT forward run: counted FLOP per token x tokens / time."""
+    if r.get("status") != "ok":
+        return "—"
+    return f"{info['flop_per_token'] * r['n'] * (D + 1) / r['time_s'] / 1e9:.1f}"
+
+
+def _floor_lines(info: dict, by: dict, sizes: list[int], args) -> list[str]:
+    """The compute floor: FLOP per token, the measured matmul peak, and each size's share of it."""
+    peaks = info["matmul_gflops"]
+    precision = "bf16" if args.bf16 else "fp32"
+    peak = peaks.get(precision, peaks["fp32"])
+    shares = [f"{_fmt_n(n)} {float(_gflops(by[('feat', n)], info)) / peak:.0%}" for n in sizes
+              if by.get(("feat", n), {}).get("status") == "ok"]
+    return [f"Compute floor (`bench/flops.py`): the forward pass costs {info['flop_per_token'] / 1e6:.2f} M matmul FLOP "
+            f"per cell token (rows × (D + 1) tokens), counted with `torch.utils.flop_counter` on the model "
+            f"`ModelConfig()` builds; elementwise work is not counted. This machine's measured "
+            + ", ".join(f"{k} matmul throughput is {v:.0f} GFLOP/s" for k, v in peaks.items())
+            + f" (4096 × 1024 × 1024, {info['threads']} threads). Achieved share of the {precision} peak: "
+            + ", ".join(shares) + ".", ""]
+
+
+def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]:
     sizes = sorted({r["n"] for r in results if r["variant"] in FORWARD})
     params = next((r["params"] for r in results if r["variant"] == "feat" and r.get("params")), 0)
     lines = [
@@ -236,13 +258,15 @@ def _forward_lines(results: list[dict], by: dict, args) -> list[str]:
         "sample-axis mixer replaced by full softmax attention (context rows attend to context rows, queries to the "
         "context; `bench/attention_baseline.py`, PyTorch SDPA: O(N) memory, O(N²) time).",
         "",
-        "| N (rows) | context | FEAT time (s) | FEAT peak RSS (GiB) | attention time (s) | attention peak RSS (GiB) |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| N (rows) | context | FEAT time (s) | FEAT GFLOP/s | FEAT peak RSS (GiB) | attention time (s) | attention peak RSS (GiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sizes:
         f, a = by.get(("feat", n), {}), by.get(("attention", n), {})
-        lines.append(f"| {n:,} | {n // 2:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(a)} | {_cell_mem(a)} |")
+        lines.append(f"| {n:,} | {n // 2:,} | {_cell_time(f)} | {_gflops(f, info)} | {_cell_mem(f)} | {_cell_time(a)} "
+                     f"| {_cell_mem(a)} |")
     lines.append("")
+    lines += _floor_lines(info, by, sizes, args)
     ok = {n: by[("feat", n)] for n in sizes if by.get(("feat", n), {}).get("status") == "ok"}
     if 100_000 in ok and 1_000_000 in ok:
         t_ratio = ok[1_000_000]["time_s"] / ok[100_000]["time_s"]
@@ -307,7 +331,7 @@ def report(table: str, results: list[dict], info: dict, command: str, started: s
     by = {(r["variant"], r["n"]): r for r in results}
     if table == "forward":
         lines = ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
-                  "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args)]
+                  "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args, info)]
     else:
         lines = _e2e_lines(results, by)
     notes = _not_finished(results)
@@ -390,12 +414,20 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     started = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     import common
+    import torch
 
     info = common.machine()
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in LABELS]
     if unknown:
         p.error(f"unknown variants {unknown}; choose from {', '.join(LABELS)}")
+    if set(variants) & set(FORWARD):
+        from flops import flop_per_token, matmul_gflops
+        from feat_engine.inference import native_bf16
+        info["flop_per_token"] = flop_per_token(d=D)
+        info["matmul_gflops"] = {"fp32": matmul_gflops()} | ({"bf16": matmul_gflops(torch.bfloat16)} if native_bf16() else {})
+        print(f"[scaling] {info['flop_per_token'] / 1e6:.2f} M matmul FLOP per token; matmul GFLOP/s "
+              f"{info['matmul_gflops']}", flush=True)
     results = []
     for variant in variants:
         sizes = args.sizes or (FORWARD_SIZES if variant in FORWARD else E2E_SIZES)
