@@ -7,7 +7,7 @@ generator `feat_engine.prior.masks.make_mask` (cell 50%, stripe 30%, block 20%).
 fills the hidden cells from the rest of the table; the hidden truth is known.
 
 Methods:
-  feat          FEATImputer(n_estimators).fit_transform on the DataFrame (categoricals as category):
+  feat          FEATImputer().fit_transform on the DataFrame (categoricals as category), at its defaults:
                 the default, chained in-context predictions per column
   feat-recon    the same with method="reconstruction" (the imputation head)
   mean/mode     column mean (numeric) / most frequent level (categorical)
@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-rows", type=int, default=None, help="rows per table (default 3,000; quick 1,000)")
     p.add_argument("--max-cols", type=int, default=24, help="columns per table (FEAT's pretrained width)")
     p.add_argument("--rate", type=float, default=0.2, help="share of hidden cells")
-    p.add_argument("--n-estimators", type=int, default=4, help="FEAT members")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="FEAT members (default: FEATImputer's, 1 per column chained, 4 for the reconstruction)")
     p.add_argument("--feat-members", default=None,
                    help="comma-separated member counts to run FEAT with (default: --n-estimators only)")
     p.add_argument("--methods", default=None, help=f"comma-separated subset of {METHODS}")

@@ -6,80 +6,36 @@ and see four heatmaps and the graph. Screenshots of each view go to docs/screens
 Two browser contexts working at once never see each other's data, state or results."""
 from __future__ import annotations
 
-import io
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from app_driver import (CHROMIUM, ROOT, RUN_TIMEOUT, app_server, chromium, nav, pick_target, set_number, upload,
+                        wait_idle, wait_watching_progress, write_wide_csv)
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("FEAT_CHROMIUM", "/usr/bin/chromium")
 SHOTS = ROOT / "docs" / "screenshots"
-RUN_TIMEOUT = 240_000  # ms for one model run on a busy 2-core machine
 
 if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) "
                 "to run the browser test", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with app_server(tmp_path_factory.mktemp("streamlit") / "server.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        text = log.read_text()
-        assert "Traceback" not in text, text[-3000:]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -95,27 +51,9 @@ def _table(path: Path) -> pd.DataFrame:
     return df
 
 
-def _wait_idle(page) -> None:
-    """Until the script has finished running (no 'Running...' status widget)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=RUN_TIMEOUT)
-
-
-def _nav(page, title: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
-    page.get_by_role("heading", name=title).first.wait_for(timeout=60_000)
-    _wait_idle(page)
-
-
-def _set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-
-
 def _shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    _wait_idle(page)
+    wait_idle(page)
     # the app scrolls inside its main block, so grow the viewport to the content for a whole-page shot
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     size = page.viewport_size
@@ -135,15 +73,6 @@ def _plot_types(page) -> list[list[str]]:
         .map(el => (el.data || []).map(t => (t.type || 'scatter') + ':' + (t.name || '')))""")
 
 
-def _upload(page, url: str, path: Path, n_rows: int) -> None:
-    page.goto(url)
-    page.get_by_role("heading", name="Data").first.wait_for(timeout=90_000)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
-    page.get_by_text("Preview", exact=True).wait_for(timeout=60_000)
-    _wait_idle(page)
-    assert f"{n_rows}" in page.locator('[data-testid="stMetric"]').filter(has_text="Rows").inner_text()
-
-
 def test_whole_path_in_chromium(server, browser, tmp_path):
     csv_path = tmp_path / "wine_small.csv"
     df = _table(csv_path)
@@ -152,21 +81,18 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.on("pageerror", lambda e: errors.append(str(e)))
 
     # --- Data: upload a CSV (the uploader is there at once, beside the sample tables)
-    _upload(page, server, csv_path, 120)
+    upload(page, server, csv_path, 120)
     assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
     assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
     _shot(page, "data")
 
     # --- Predict: pick the target, run, see the metrics
-    _nav(page, "Predict")
-    page.get_by_role("combobox", name="Target column").click()
-    page.get_by_role("option", name="cultivar", exact=True).click()
-    page.wait_for_function("() => document.querySelector('input[aria-label=\"Target column\"]').value === 'cultivar'")
-    _wait_idle(page)
-    _set_number(page, "FEAT ensemble members", 1)
+    nav(page, "Predict")
+    pick_target(page, "cultivar")
+    set_number(page, "FEAT ensemble members", 1)
     page.get_by_role("button", name="Run prediction").click()
     page.get_by_text("FEAT ROC-AUC").wait_for(timeout=RUN_TIMEOUT)
-    _wait_idle(page)
+    wait_idle(page)
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
     acc = [m for m in metrics if m.startswith("FEAT accuracy")]
     assert acc and 0.0 <= _number(acc[0]) <= 1.0, metrics
@@ -183,7 +109,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     _shot(page, "predict")
 
     # --- Impute
-    _nav(page, "Impute")                                  # the defaults: one member per column
+    nav(page, "Impute")                                  # the defaults: one member per column
     page.get_by_role("button", name="Impute missing cells").click()
     page.get_by_text("Cells imputed").wait_for(timeout=RUN_TIMEOUT)
     still = page.locator('[data-testid="stMetric"]').filter(has_text="Still missing").inner_text()
@@ -191,19 +117,19 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     _shot(page, "impute")
 
     # --- Masking demo
-    _nav(page, "Masking demo")
+    nav(page, "Masking demo")
     page.get_by_role("button", name="Hide cells and impute").click()
     page.get_by_text("FEAT NRMSE (numeric)").wait_for(timeout=RUN_TIMEOUT)
     _shot(page, "masking")
 
     # --- Relations: four heatmaps (FEAT attention and dependence, Pearson, Spearman) and the graph
-    _nav(page, "Relations")
+    nav(page, "Relations")
     target = page.get_by_role("combobox", name="Target (optional)")
     assert target.input_value() == "cultivar"          # remembered from Predict
-    _set_number(page, "FEAT ensemble members", 1)
+    set_number(page, "FEAT ensemble members", 1)
     page.get_by_role("button", name="Compute relations").click()
     page.get_by_text("Dependency graph").wait_for(timeout=RUN_TIMEOUT)
-    _wait_idle(page)
+    wait_idle(page)
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 6", timeout=60_000)
     types = _plot_types(page)
     assert sum(t[0].startswith("heatmap") for t in types) == 4, types
@@ -230,31 +156,51 @@ def test_two_sessions_never_see_each_other(server, browser, tmp_path):
     for p in (pa, pb):
         p.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        _upload(pa, server, alpha, 120)
-        _nav(pa, "Predict")
-        pa.get_by_role("combobox", name="Target column").click()
-        pa.get_by_role("option", name="cultivar", exact=True).click()
-        _wait_idle(pa)
-        _set_number(pa, "FEAT ensemble members", 1)
+        upload(pa, server, alpha, 120)
+        nav(pa, "Predict")
+        pick_target(pa, "cultivar")
+        set_number(pa, "FEAT ensemble members", 1)
         pa.get_by_role("button", name="Run prediction").click()          # runs on the server ...
-        _upload(pb, server, beta, 80)                                     # ... while the other user uploads
+        upload(pb, server, beta, 80)                                     # ... while the other user uploads
         pa.get_by_text("FEAT ROC-AUC").wait_for(timeout=RUN_TIMEOUT)
-        _wait_idle(pa)
+        wait_idle(pa)
 
         side_a = pa.locator('[data-testid="stSidebar"]').inner_text()
         side_b = pb.locator('[data-testid="stSidebar"]').inner_text()
         assert "alpha.csv" in side_a and "beta.csv" not in side_a
         assert "beta.csv" in side_b and "alpha.csv" not in side_b
-        _nav(pb, "Predict")
+        nav(pb, "Predict")
         body_b = pb.locator('[data-testid="stMain"]').inner_text()
         assert "FEAT ROC-AUC" not in body_b and "cultivar" not in body_b, body_b[:2000]
         pb.get_by_role("combobox", name="Target column").click()
         options = pb.get_by_role("option").all_inner_texts()
         assert "grade" in options and "cultivar" not in options, options
         pb.keyboard.press("Escape")
-        _nav(pa, "Data")                                                  # A's table is still A's
+        nav(pa, "Data")                                                  # A's table is still A's
         assert "120" in pa.locator('[data-testid="stMetric"]').filter(has_text="Rows").inner_text()
         assert not errors, errors
     finally:
         ctx_a.close()
         ctx_b.close()
+
+
+def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
+    """A generated 100,000 x 20 CSV goes from upload to downloaded predictions (one member, to keep CI
+    short; bench/app_timing.py times the defaults), with a progress bar on screen while FEAT runs."""
+    path = tmp_path / "large.csv"
+    write_wide_csv(path, 100_000)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    upload(page, server, path, 100_000, timeout=RUN_TIMEOUT)
+    nav(page, "Predict")
+    pick_target(page, "y")
+    set_number(page, "FEAT ensemble members", 1)
+    page.get_by_label("Compare with", exact=False).uncheck()
+    page.get_by_role("button", name="Run prediction").click()
+    _, shown = wait_watching_progress(page, page.get_by_role("button", name="Download predictions (CSV)"),
+                                      RUN_TIMEOUT / 1000)
+    assert shown > 0.5, f"a progress bar was on screen in only {shown:.0%} of the samples while the app ran"
+    with page.expect_download(timeout=120_000) as dl:
+        page.get_by_role("button", name="Download predictions (CSV)").click()
+    pred = pd.read_csv(dl.value.path())
+    assert len(pred) == 25_000 and set(pred["predicted_y"]) <= {"yes", "no"}
+    assert (pred["predicted_y"] == pred["y"]).mean() > 0.7
