@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         "on 2-core CPUs, shared with other work:",
         *[f"  - {line}" for line in stages(log)],
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
-        "- Optimiser: schedule-free AdamW, lr 1.5e-3, warmup 200 steps, clip 1.0; the shipped weights are "
+        "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stage 3), warmup 200 steps, clip 1.0; the shipped weights are "
         "the optimiser's averaged (eval) weights at the best evaluation.",
         f"- Prior: {json.dumps(prior)}" if prior else "- Prior: see configs/pretrain-small.yaml",
         "",

@@ -194,7 +194,6 @@ def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
     nav(page, "Predict")
     pick_target(page, "y")
     set_number(page, "FEAT ensemble members", 1)
-    page.get_by_label("Compare with", exact=False).uncheck()
     page.get_by_role("button", name="Run prediction").click()
     _, shown = wait_watching_progress(page, page.get_by_role("button", name="Download predictions (CSV)"),
                                       RUN_TIMEOUT / 1000)
