@@ -9,8 +9,10 @@ same thing about those they cannot read.
     files = parquet_parts("query/*.parquet")           # a directory or glob of Parquet files, in order
 
 Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
-detected unless given. Unreadable input raises `TableError` (a `FEATInputError`) whose `problem`
-names the file and what is wrong and whose `fix` says what to do.
+detected unless given. In files not delimited by commas, a text column whose every value is a
+number written with a decimal comma (12,5 or 1.234,5) is read as numbers, with a note. Unreadable
+input raises `TableError` (a `FEATInputError`) whose `problem` names the file and what is wrong and
+whose `fix` says what to do.
 """
 from __future__ import annotations
 
