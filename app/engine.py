@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
+from feat_engine.ensemble import StepCounter
 
 Progress = Callable[[int, int, str], None]
 
@@ -92,33 +93,22 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
     return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))
 
 
-def stage(progress: Progress | None, k: int, n: int, label: str) -> Progress | None:
-    """Progress of stage k (0-based) of n as a share of the whole, so that the bar never goes back."""
-    if progress is None:
-        return None
-
-    def cb(done: int, total: int, message: str = "") -> None:
-        if total:
-            progress(k * total + done, n * total, f"{label}: {message}")
-        else:
-            progress(k, n, label)
-    return cb
-
-
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
     """FEAT's attention and dependence matrices with Pearson and Spearman in the same labels and
     order. value: dict(FEAT= (attention), "FEAT dependence"=, Pearson=, Spearman=) of square DataFrames."""
-    def feat(fn, k: int, label: str) -> pd.DataFrame:
-        kw = _kwargs(params or {}, stage(progress, k, 2, label))
+    steps = StepCounter(progress, 2)           # one bar over both FEAT matrices
+
+    def feat(fn, label: str) -> pd.DataFrame:
+        kw = _kwargs(params or {}, steps.callback(label))
         return fn(X, target=target, **{n: v for n, v in kw.items() if n in inspect.signature(fn).parameters})
 
     def go():
-        a = feat(fe.relation_matrix, 0, "attention")
+        a = feat(fe.relation_matrix, "attention")
         labels = list(a.index)
         return {
             "FEAT": a,
-            "FEAT dependence": feat(fe.dependence_matrix, 1, "dependence").reindex(index=labels, columns=labels),
+            "FEAT dependence": feat(fe.dependence_matrix, "dependence").reindex(index=labels, columns=labels),
             "Pearson": fe.pearson_matrix(X, target=target).reindex(index=labels, columns=labels),
             "Spearman": fe.spearman_matrix(X, target=target).reindex(index=labels, columns=labels),
         }

@@ -26,10 +26,9 @@ from __future__ import annotations
 import os
 from typing import Any, Hashable
 
-from scipy.special import softmax
-
 import numpy as np
 import pandas as pd
+from scipy.special import softmax
 
 from .ensemble import Progress, StepCounter, plan_members, resolve_model
 from .inference import run
@@ -124,6 +123,7 @@ def dependence_matrix(
         t = inputs[:, -1]
         inputs[:, -1] = (t - t.mean()) / (t.std() or 1.0)
     steps = StepCounter(progress, d)
+    ids = model.column_ids(1, d - 1, seed=random_state)      # one S-DFE draw for every column's run
     out = np.zeros((d, d))
     for i in range(d):
         others = np.delete(np.arange(d), i)
@@ -136,7 +136,6 @@ def dependence_matrix(
         for k in range(d - 1):
             xq[k + 1, :, k] = np.nan
         xq = xq.reshape(-1, d - 1)
-        ids = model.column_ids(1, d - 1, seed=random_state)
         if is_class[i]:
             res = run(model, inputs[ctx][:, others], z[ctx, i], xq, "classification", n_classes=n_classes,
                       column_ids=ids, device=device, progress=say)

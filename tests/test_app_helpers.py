@@ -392,14 +392,16 @@ def test_engine_input_errors_become_engine_errors():
 
 
 def test_stage_progress_never_goes_back():
-    """engine.stage: two runs, each counting 0..3 of 3, fill the first and the second half of one bar."""
-    from app import engine
+    """The relations view's bar (StepCounter over two runs): each run counting 0..3 of 3 fills the first
+    and the second half of one bar."""
+    from feat_engine.ensemble import StepCounter
     seen = []
-    for k, label in enumerate(("attention", "dependence")):
-        step = engine.stage(lambda d, t, m: seen.append((d / t, m)), k, 2, label)
+    steps = StepCounter(lambda d, t, m: seen.append((d / t, m)), 2)
+    for label in ("attention", "dependence"):
+        step = steps.callback(label)
         for done in range(4):
             step(done, 3, "run")
     fracs = [f for f, _ in seen]
     assert fracs == sorted(fracs) and (fracs[0], fracs[3], fracs[-1]) == (0.0, 0.5, 1.0)
     assert seen[0][1] == "attention: run" and seen[-1][1] == "dependence: run"
-    assert engine.stage(None, 0, 2, "attention") is None
+    assert StepCounter(None, 2).callback("attention") is None
