@@ -15,10 +15,14 @@ import numpy as np
 import pandas as pd
 
 from feat_engine import infer_task, is_continuous
+from feat_engine.estimators import LOCAL_CONTEXT
+from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS  # noqa: F401  (the Data view's reading options)
 from feat_engine.io import Loaded, TableError, load_table
+from feat_engine.local_context import rows_per_run
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
+CELL_BYTES = 1536    # peak RSS per table cell of a default Predict run beside the engine, with margin (docs/design.md)
 
 TYPES = ("numeric", "categorical", "ignore")
 
@@ -65,23 +69,35 @@ def available_memory() -> int:
             return 8 << 30
 
 
-def estimated_bytes(n_rows: int, n_cols: int, d_model: int = 128) -> int:
-    """Peak memory of a FEAT run on the table, loosely: the context tokens (rows x (cols+1)
-    x d_model fp32) about three times over (tokens, a layer's output, scratch), plus the
-    parsed table itself."""
-    return int(3 * n_rows * (n_cols + 1) * d_model * 4 + 2 * n_rows * n_cols * 8)
+def estimated_bytes(n_rows: int, n_cols: int, d_model: int = 128, local_context: int | None = LOCAL_CONTEXT) -> int:
+    """Peak memory of a FEAT run on the table at the estimators' defaults: CELL_BYTES per table cell
+    (the frame, its preprocessed copies, target statistics and local parts) plus the engine's own
+    peak for the context rows one run reads (`feat_engine.inference.run_bytes`)."""
+    run_rows = rows_per_run(n_rows, local_context)
+    return int(n_rows * n_cols * CELL_BYTES + run_bytes(run_rows, n_cols, d_model))
+
+
+def memory_problem(n_rows: int, n_cols: int, name: str = "table", available: int | None = None,
+                   d_model: int = 128) -> TableError | None:
+    """The problem, when a default FEAT run on n_rows x n_cols would take more than 80% of the free memory."""
+    avail = available_memory() if available is None else available
+    need = estimated_bytes(n_rows, n_cols, d_model)
+    if need <= 0.8 * avail:
+        return None
+    fit_rows = max(1000, int(0.8 * avail / max(need / max(n_rows, 1), 1)) // 1000 * 1000)
+    return TableError(
+        f"{name}: {n_rows:,} rows x {n_cols} columns needs about {need / 2**30:.1f} GiB for a FEAT run, "
+        f"but this machine has {avail / 2**30:.1f} GiB free.",
+        f"Use a random sample of at most about {fit_rows:,} rows (or cap the context rows), or drop columns "
+        "you do not need.")
 
 
 def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available: int | None = None,
                        d_model: int = 128) -> None:
-    avail = available_memory() if available is None else available
-    need = estimated_bytes(n_rows, n_cols, d_model)
-    if need > 0.8 * avail:
-        fit_rows = max(1000, int(0.8 * avail / max(need / max(n_rows, 1), 1)) // 1000 * 1000)
-        raise TableError(
-            f"{name}: {n_rows:,} rows x {n_cols} columns needs about {need / 2**30:.1f} GiB for a FEAT run, "
-            f"but this machine has {avail / 2**30:.1f} GiB free.",
-            f"Upload a random sample of at most about {fit_rows:,} rows, or drop columns you do not need.")
+    """Raise `memory_problem`'s TableError, if there is one."""
+    problem = memory_problem(n_rows, n_cols, name, available, d_model)
+    if problem is not None:
+        raise problem
 
 
 # --------------------------------------------------------------------------- types

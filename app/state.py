@@ -31,7 +31,7 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@st.cache_data(show_spinner="Reading the table ...", max_entries=8)
+@st.cache_data(show_spinner=False, max_entries=8)   # the Data view shows its own spinner
 def _parse_cached(digest: str, name: str, delimiter: str, encoding: str, max_mb: float, _data: bytes) -> aio.Loaded:
     # `_data` is not hashed: the key is the digest of the bytes (plus the reading options)
     return aio.read_table_bytes(_data, name, delimiter=delimiter, encoding=encoding, max_mb=max_mb)
@@ -40,9 +40,7 @@ def _parse_cached(digest: str, name: str, delimiter: str, encoding: str, max_mb:
 def parse_upload(data: bytes, name: str, delimiter: str = "auto", encoding: str = "auto",
                  max_mb: float = aio.MAX_UPLOAD_MB) -> tuple[aio.Loaded, str]:
     digest = digest_of(data)
-    loaded = _parse_cached(digest, name, delimiter, encoding, float(max_mb), data)
-    aio.check_fits_machine(loaded.df.shape[0], loaded.df.shape[1], name)
-    return loaded, digest
+    return _parse_cached(digest, name, delimiter, encoding, float(max_mb), data), digest
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -56,7 +54,8 @@ def set_dataset(name: str, df: pd.DataFrame, digest: str, source: str, target: s
     cur = st.session_state.get(DS)
     if cur is not None and cur["digest"] == digest:
         return
-    detected = aio.detect_types(df)
+    with st.spinner(f"Detecting the column types of {name} ..."):
+        detected = aio.detect_types(df)
     st.session_state[DS] = {"name": name, "df": df, "digest": digest, "source": source, "target": target,
                             "notes": notes or [], "detected": detected}
     st.session_state[TYPES] = {c: t for c, (t, _) in detected.items()}

@@ -4,6 +4,7 @@ to the schema view.
 
     python bench/app_timing.py                 # both; writes the 'app-timing' section of docs/benchmarks.md
     python bench/app_timing.py --upload-mb 0   # the 100k-row prediction only
+    python bench/app_timing.py --rows 0        # the upload only
 
 The app runs as `streamlit run app/main.py` on localhost and Debian's Chromium drives it through Playwright
 (tests/app_driver.py, shared with the browser test). Each step is timed from the click (or the file being
@@ -94,7 +95,7 @@ def report(recs: dict, info: dict, command: str, started: str, elapsed: float) -
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=100_000, help="rows of the prediction table (default 100,000)")
+    p.add_argument("--rows", type=int, default=100_000, help="rows of the prediction table (default 100,000; 0: skip)")
     p.add_argument("--upload-mb", type=float, default=100.0, help="size of the upload-only CSV in MB (0: skip)")
     p.add_argument("--limit", type=float, default=600.0, help="seconds before the prediction is reported unfinished")
     C.add_common_args(p, section="app-timing")
@@ -103,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     def measure() -> dict:
         out = {}
         with tempfile.TemporaryDirectory() as tmp, app_server(Path(tmp) / "server.log") as url, chromium() as browser:
-            out["predict"] = _predict_large(url, browser, Path(tmp), args.rows, args.limit)
-            print(f"[app-timing] predict: {out['predict']}", flush=True)
+            if args.rows:
+                out["predict"] = _predict_large(url, browser, Path(tmp), args.rows, args.limit)
+                print(f"[app-timing] predict: {out['predict']}", flush=True)
             if args.upload_mb:
                 out["upload"] = _upload_big(url, browser, Path(tmp), args.upload_mb)
                 print(f"[app-timing] upload: {out['upload']}", flush=True)

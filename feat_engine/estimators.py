@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import run
-from .local_context import local_contexts
+from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .prior.batches import standardise
 from .preprocess import (
@@ -144,7 +144,7 @@ class _InContextBase(_FEATBase):
         n, d = self.context_.shape
         max_features = self._model()[1]
         n_ctx = n if self.max_context is None else min(n, self.max_context)
-        local = self.local_context is not None and n_ctx >= 2 * self.local_context
+        local = rows_per_run(n_ctx, self.local_context) < n_ctx
         self.relevance_ = None
         if d > max_features or local:
             self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)

@@ -64,6 +64,14 @@ def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2
     return int(max(1, min(n_cols, budget_bytes // max(per_col, 1))))
 
 
+def run_bytes(n_rows: int, n_cols: int, d_model: int) -> int:
+    """Peak bytes of one `run` on n_rows context rows of n_cols features, beyond the model and the
+    input: one copy of the context tokens (n_rows x (n_cols + 1) x d_model fp32) plus the scratch of
+    the sample-axis mixers for the columns `column_chunk` lets them take at once."""
+    cols = column_chunk(n_rows, n_cols + 1, d_model)
+    return int(n_rows * (n_cols + 1) * d_model * 4 + cols * n_rows * d_model * _MIXER_BYTES_PER_ELEM)
+
+
 def _autocast(device: torch.device, enabled: bool):
     if not enabled:
         return contextlib.nullcontext()

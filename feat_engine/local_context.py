@@ -40,11 +40,17 @@ class LocalContexts:
         return self.centres.kneighbors(self.space(x_query), n_neighbors=1, return_distance=False)[:, 0]
 
 
+def rows_per_run(n_context: int, size: int | None) -> int:
+    """Context rows one engine run reads: `size` when a context of n_context rows is split into
+    local parts of that size (it holds at least twice as many), else all of them."""
+    return n_context if size is None or n_context < 2 * size else size
+
+
 def local_contexts(x: np.ndarray, size: int, weights: np.ndarray | None, seed: int,
                    overlap: float = OVERLAP) -> LocalContexts | None:
     """Cover the (N, D) standardised context with about overlap * N / size parts of `size`
     rows; None when N < 2 * size (the whole context is then read)."""
-    if len(x) < 2 * size:
+    if rows_per_run(len(x), size) == len(x):
         return None
     n_parts = max(2, round(overlap * len(x) / size))
     w = np.ones(x.shape[1], np.float32) if weights is None else np.asarray(weights, np.float32)

@@ -170,10 +170,17 @@ def test_bad_upload_shows_an_error_not_a_traceback(name, data, delim, needle):
     assert at.session_state["dataset"] is None if "dataset" in at.session_state else True
 
 
-def test_too_large_for_the_machine(monkeypatch):
+def test_too_large_for_the_machine_loads_with_a_warning_and_predict_refuses(monkeypatch):
+    """The table is shown, with a warning naming it; a FEAT run on all of it is refused before it starts."""
     at = new_app()
     monkeypatch.setenv("FEAT_APP_AVAILABLE_BYTES", "1000")  # app.io.available_memory reads it
     upload(at, "t.csv", csv(small_table(60)))
+    assert not at.error and len(at.session_state["dataset"]["df"]) == 60
+    warnings = [w.value for w in at.warning]
+    assert any("t.csv" in w and "GiB" in w and "sample" in w for w in warnings), warnings
+    at.switch_page("views/predict.py").run()
+    at.button(key="pred_run").click().run()
+    assert not at.exception and "result:predict" not in at.session_state
     errors = [e.value for e in at.error]
     assert errors and "GiB" in errors[0] and "sample" in errors[0]
 

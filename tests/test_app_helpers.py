@@ -120,6 +120,16 @@ def test_upload_limit_and_too_large_for_machine():
     aio.check_fits_machine(1000, 10, "small.csv", available=4 << 30)  # no error
 
 
+def test_memory_estimate_follows_the_rows_a_run_reads():
+    """Local parts bound a default run's tokens, so a long table costs about its cells; reading the
+    whole context adds one copy of its tokens (N x (D+1) x 128 x 4 bytes) and the mixers' scratch."""
+    local, whole = aio.estimated_bytes(700_000, 20), aio.estimated_bytes(700_000, 20, local_context=None)
+    assert local < 24 << 30 and whole - local > 700_000 * 21 * 128 * 4
+    aio.check_fits_machine(700_000, 20, "big.csv", available=32 << 30)  # no error
+    with pytest.raises(aio.TableError, match="big.csv"):
+        aio.check_fits_machine(700_000, 20, "big.csv", available=7 << 30)
+
+
 def test_target_checks():
     with pytest.raises(aio.TableError, match="one class only"):
         aio.check_target(pd.Series(["a"] * 10 + [None], name="y"), "classification")

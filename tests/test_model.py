@@ -201,16 +201,18 @@ def test_returning_attention_does_not_change_outputs(model):
 
 
 def test_feature_attention_weights_are_the_softmax():
+    """Inference runs the fused kernel, training and attention maps the explicit softmax: same output."""
     torch.manual_seed(1)
     fa = FeatureAttention(SMALL).eval()
     x = torch.randn(3, 5, 6, 32)
+    y_train, _ = fa(x)                          # gradients on: the explicit path
     with torch.no_grad():
-        y0, w0 = fa(x)
-        y1, w1 = fa(x, return_attention=True)
+        y0, w0 = fa(x)                          # the fused path
+        y1, w1 = fa(x, return_attention=True)   # the explicit path
         q, k, _ = fa.qkv(fa.norm1(x)).view(3, 5, 6, 3, 4, 8).unbind(3)
         ref = torch.softmax(torch.einsum("bnihe,bnjhe->bnhij", q, k) / 8 ** 0.5, -1)
     assert w0 is None and w1.shape == (3, 5, 4, 6, 6)
-    assert maxdiff(y0, y1) < TOL
+    assert maxdiff(y0, y1) < TOL and maxdiff(y0, y_train.detach()) < TOL
     assert maxdiff(w1, ref) < 1e-6
 
 

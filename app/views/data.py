@@ -31,7 +31,8 @@ attempt = None if up is None else (up.file_id, delimiter, encoding)
 if attempt is not None and st.session_state.get("upload_applied") != attempt:
     loaded = None
     try:
-        loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
+        with st.spinner(f"Reading {up.name} ({up.size / 2**20:,.1f} MB) ..."):
+            loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
     except aio.TableError as e:
         state.show_error(e)
     except Exception as e:  # anything a reader did not foresee: still no traceback
@@ -62,6 +63,9 @@ m3.metric("Missing cells", metrics.card_text(int(df.isna().sum().sum())))
 m4.metric("Memory", metrics.card_text(df.memory_usage(deep=True).sum() / 2**20, "MB"))
 for n in ds["notes"]:
     st.caption(f"Read: {n}")
+too_big = aio.memory_problem(*df.shape, ds["name"])
+if too_big is not None:   # the table loads; Predict and Impute refuse to run on all of it
+    st.warning(f"{too_big.problem} {too_big.fix}", icon=":material/memory:")
 
 st.markdown("#### Preview")
 st.dataframe(df.head(100), width="stretch", height=260)

@@ -3,13 +3,16 @@
     F~ = F + MHSA(LN(F))
     F^ = F~ + FFN(LN(F~))
 
-Rows never interact here. With `return_attention=True` the softmax weights are also
-returned as (..., heads, C, C): entry [i, j] is how much token i (the reader) attends
-to token j (the source). They do not change the output.
+Rows never interact here. Without gradients the attention runs in PyTorch's fused kernel
+(`scaled_dot_product_attention`), checked against the explicit softmax that training uses.
+With `return_attention=True` the softmax weights are also returned as (..., heads, C, C):
+entry [i, j] is how much token i (the reader) attends to token j (the source). They do not
+change the output.
 """
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
@@ -31,10 +34,14 @@ class FeatureAttention(nn.Module):
     def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
         *lead, C, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(-1, C, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        # explicit softmax attention: over a few dozen tokens it beats the fused CPU kernel,
-        # whose backward is slow for many short sequences
-        w = torch.softmax((q @ k.transpose(-1, -2)).float() * (d // self.heads) ** -0.5, dim=-1)
-        a = w.to(v.dtype) @ v
+        w = None
+        if return_attention or torch.is_grad_enabled():
+            # explicit softmax attention: in training it beats the fused CPU kernel, whose
+            # backward is slow for many short sequences; it also gives the weights
+            w = torch.softmax((q @ k.transpose(-1, -2)).float() * (d // self.heads) ** -0.5, dim=-1)
+            a = w.to(v.dtype) @ v
+        else:   # inference: the fused kernel, the same attention (tests/test_engine.py)
+            a = F.scaled_dot_product_attention(q, k, v)
         a = a.transpose(1, 2).reshape(*lead, C, d)
         x = x + self.proj(a)
         x = x + self.ffn(self.norm2(x))
