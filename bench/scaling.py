@@ -54,6 +54,7 @@ def _rss_bytes() -> int:
 FORWARD = ("feat", "attention")          # one engine call, random weights
 END_TO_END = ("feat_e2e", "tabicl", "lightgbm")   # fit + predict of an estimator
 GROUPS = {"forward": FORWARD, "e2e": END_TO_END}
+PRECISION_ARG = ', precision="bf16"'     # FEATClassifier's argument with --bf16, as the e2e table names it
 LABELS = {"feat": "FEAT (AFBM + Conv-GLA)", "attention": "full softmax attention",
           "feat_e2e": "FEATClassifier", "tabicl": "TabICL v2 architecture", "lightgbm": "LightGBM"}
 
@@ -111,14 +112,14 @@ def _tabicl_checkpoint(seed: int) -> tuple[Path, int]:
     return path, sum(p.numel() for p in model.parameters())
 
 
-def _end_to_end(variant: str, n: int, seed: int):
-    """(timed fit + predict, parameter count) of one estimator on the N-row table."""
+def _end_to_end(variant: str, n: int, bf16: bool, seed: int):
+    """(timed fit + predict, parameter count) of one estimator on the N-row table (FEAT in bf16 if asked)."""
     import numpy as np
 
     x, y, n_ctx = _table(n, seed)
     if variant == "feat_e2e":
         from feat_engine import FEATClassifier, load_model
-        est = FEATClassifier(n_estimators=1, random_state=seed, device="cpu")
+        est = FEATClassifier(n_estimators=1, random_state=seed, device="cpu", precision="bf16" if bf16 else "fp32")
         params = sum(p.numel() for p in load_model().parameters())
     elif variant == "tabicl":
         from tabicl import TabICLClassifier
@@ -139,7 +140,7 @@ def _end_to_end(variant: str, n: int, seed: int):
 def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
     import torch
 
-    call, params = _forward(variant, n, bf16, seed) if variant in FORWARD else _end_to_end(variant, n, seed)
+    call, params = _forward(variant, n, bf16, seed) if variant in FORWARD else _end_to_end(variant, n, bf16, seed)
     base_rss = _rss_bytes()
     times = []
     for _ in range(repeats):
@@ -282,14 +283,14 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
     return lines + ["![FEAT vs full attention, log-log](scaling.png)", ""]
 
 
-def _e2e_lines(results: list[dict], by: dict) -> list[str]:
+def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
     sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
     params = {v: next((r["params"] for r in results if r["variant"] == v and r.get("params")), 0) for v in END_TO_END}
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
         "Time and peak RSS of a fresh process per method and N. "
-        f"`FEATClassifier(n_estimators=1)` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
+        f"`FEATClassifier(n_estimators=1{PRECISION_ARG if args.bf16 else ''})` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
         f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
         f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
         "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "
@@ -333,7 +334,7 @@ def report(table: str, results: list[dict], info: dict, command: str, started: s
         lines = ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
                   "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args, info)]
     else:
-        lines = _e2e_lines(results, by)
+        lines = _e2e_lines(results, by, args)
     notes = _not_finished(results)
     if notes:
         lines += ["Runs that did not finish:", "", *notes, ""]
@@ -391,7 +392,7 @@ E2E_SIZES = [1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000]
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N up to 100k")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (forward table)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (forward table; FEAT's precision='bf16' end to end)")
     p.add_argument("--sizes", type=lambda s: [int(float(v)) for v in s.split(",")], default=None,
                    help="comma-separated N values for every method (overrides --quick)")
     p.add_argument("--variants", default=",".join(END_TO_END),

@@ -27,6 +27,7 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import run
 from .local_context import local_contexts, rows_per_run
@@ -41,6 +42,7 @@ from .target_stats import with_target_stats
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
+PRECISIONS = ("fp32", "bf16")
 
 # one engine run on a member's (context, labels, queries) with a label for progress -> per-query output
 Call = Callable[[np.ndarray, np.ndarray, np.ndarray, str], np.ndarray]
@@ -57,12 +59,18 @@ class _FEATBase(BaseEstimator):
     max_features: features per member; None = the width the checkpoint was pretrained on.
     checkpoint: a checkpoint path, a loaded FEAT model, or None for the shipped one.
     progress: callback (done, total, message) over all engine runs of a call.
+    precision: "fp32" (default) or "bf16": bf16 autocast for the matrix products, with the scan's
+        states kept in fp32. On CPUs that multiply bf16 natively (AMX, AVX512-BF16) and on CUDA it is
+        about 1.4x faster at the same measured quality; its rounding depends on how many rows a run
+        holds, so a row's probability can move in the third decimal when it is predicted alone
+        rather than in a batch (docs/design.md, "The compute floor"). Elsewhere it is emulated and slow.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        precision: str = "fp32",
     ):
         self.n_estimators = n_estimators
         self.random_state = random_state
@@ -71,6 +79,7 @@ class _FEATBase(BaseEstimator):
         self.max_features = max_features
         self.checkpoint = checkpoint
         self.progress = progress
+        self.precision = precision
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -84,6 +93,8 @@ class _FEATBase(BaseEstimator):
         """The context X as a DataFrame after scikit-learn's checks: `as_frame` with at least two rows,
         and y not None where the estimator needs a target. Records `n_features_in_` and, for string
         column names, `feature_names_in_`."""
+        if self.precision not in PRECISIONS:
+            raise FEATInputError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         frame = as_frame(X, what, min_rows=2)
         with sklearn_words("target"):
             validate_data(self, _sklearn_view(frame), y, skip_check_array=True)
@@ -108,6 +119,10 @@ class _FEATBase(BaseEstimator):
         model, meta = resolve_model(self.checkpoint)
         return model, self.max_features or trained_max_features(meta)
 
+    def _engine(self) -> dict[str, Any]:
+        """The device and precision every engine run of this estimator takes."""
+        return {"device": self.device, "cfg": InferenceConfig(autocast_bf16=self.precision == "bf16")}
+
 
 def _sklearn_view(frame: pd.DataFrame) -> pd.DataFrame:
     """frame for scikit-learn's feature-name checks: column names that mix strings with other types
@@ -129,8 +144,9 @@ class _InContextBase(_FEATBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        precision: str = "fp32",
     ):
-        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
@@ -244,10 +260,10 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        multiclass: str = "ovr",
+        multiclass: str = "ovr", precision: str = "fp32",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
-                         progress)
+                         progress, precision)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":
@@ -284,7 +300,7 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
             name = f"member {m.index + 1}/{len(members)}"
 
             def call(n_classes: int, label: str) -> Call:
-                return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self.device,
+                return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self._engine(),
                                                               steps.callback(label + part))
             if one_run:
                 proba += self._in_context(m, route, self.y_, xq, cq, call(k, name), stats=k == 2)
@@ -303,14 +319,14 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
 
 
 def _rotated_proba(
-    model: FEAT, ctx: np.ndarray, y: np.ndarray, xq: np.ndarray, k: int, m: Member, device: str,
+    model: FEAT, ctx: np.ndarray, y: np.ndarray, xq: np.ndarray, k: int, m: Member, engine: dict[str, Any],
     progress: Progress | None,
 ) -> np.ndarray:
     """P(class | query) for classes 0..k-1 from one run in which class c sits in head slot
     (c + m.index) mod k, so that across members every class visits every slot."""
     slot = (np.arange(k) + m.index) % k
     res = run(model, ctx, slot[y].astype(np.float32), xq, "classification", n_classes=k,
-              column_ids=m.column_ids(model), device=device, progress=progress)
+              column_ids=m.column_ids(model), progress=progress, **engine)
     return softmax(res.logits[:, :k].astype(np.float64), axis=1)[:, slot]
 
 
@@ -335,8 +351,8 @@ class FEATRegressor(RegressorMixin, _InContextBase):
         for m, route in zip(members, routes):
             name = f"member {m.index + 1}/{len(members)}"
             pred += self._in_context(m, route, self.y_, xq, cq, lambda ctx, y, q, part: run(
-                model, ctx, y, q, "regression", column_ids=m.column_ids(model), device=self.device,
-                progress=steps.callback(name + part)).pred, regression=True)
+                model, ctx, y, q, "regression", column_ids=m.column_ids(model),
+                progress=steps.callback(name + part), **self._engine()).pred, regression=True)
         return self.scaler_.inverse_transform(pred / len(members))
 
 
@@ -363,8 +379,9 @@ class FEATImputer(TransformerMixin, _FEATBase):
         self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, method: str = "chained",
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        precision: str = "fp32",
     ):
-        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress)
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.method = method
 
     def fit(self, X: Any, y: Any = None) -> "FEATImputer":
@@ -416,7 +433,7 @@ class FEATImputer(TransformerMixin, _FEATBase):
             query = frame.iloc[rows][[n for n in usable if n != c.name]]
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
-                      progress=steps.callback(f"column {c.name!r}"))
+                      progress=steps.callback(f"column {c.name!r}"), precision=self.precision)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FEATDataWarning)      # the table's own notes were given at fit
                 if not X.shape[1] or y.nunique() < 2:
@@ -444,7 +461,7 @@ class FEATImputer(TransformerMixin, _FEATBase):
             for b in range(n_blocks):
                 rows = order[b * block:(b + 1) * block]
                 res = run(model, table[rows][:, m.features], None, None, None, column_ids=m.column_ids(model),
-                          device=self.device, want_recon=True,
+                          want_recon=True, **self._engine(),
                           progress=steps.callback(f"member {i + 1}/{len(members)}, block {b + 1}/{n_blocks}"))
                 total[np.ix_(rows, m.features)] += res.recon
             count[m.features] += 1

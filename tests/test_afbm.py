@@ -20,6 +20,7 @@ def make_afbm(seed=0, chunk=4, d=16, heads=2, d_state=4, expand=1):
     with torch.no_grad():   # larger steps than the init so that decays and both streams matter
         m.dt_bias.add_(torch.linspace(1.0, 3.0, heads))
         m.D.copy_(torch.linspace(0.5, 1.5, heads))
+        m.norm.weight.copy_(torch.linspace(0.5, 2.0, m.norm.weight.numel()))   # the fold into W_fuse is seen
     return m
 
 

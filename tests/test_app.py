@@ -244,6 +244,29 @@ def test_predict_classification_evaluate_with_gbdt():
     assert "Download predictions (CSV)" in labels
 
 
+def test_bf16_choice_reaches_the_estimator_where_the_cpu_has_it():
+    """The bf16 box is enabled only on a CPU that multiplies bf16 natively; ticked, the run's probabilities
+    move by rounding only."""
+    from feat_engine.inference import native_bf16
+
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    at.switch_page("views/predict.py").run()
+    box = at.checkbox(key="pred_bf16")
+    assert box.value is False and box.disabled == (not native_bf16())
+    if box.disabled:
+        return
+    at.number_input(key="pred_nest").set_value(1)
+    at.checkbox(key="pred_gbdt").set_value(False)
+    at.button(key="pred_run").click().run()
+    fp32 = at.session_state["result:predict"]["feat"]["proba"]
+    at.checkbox(key="pred_bf16").set_value(True)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    bf16 = at.session_state["result:predict"]["feat"]["proba"]
+    assert not np.array_equal(bf16, fp32) and np.abs(bf16 - fp32).max() < 0.05
+
+
 def test_predict_regression_scatter():
     at = new_app()
     load_sample(at, DIABETES)

@@ -45,6 +45,11 @@ def test_predict_regression(tables):
     assert rc == 0
     out = pd.read_parquet(d / "pred.parquet")
     assert list(out.columns) == ["a"] and out["a"].dtype == float and len(out) == 20
+    rc = main(["predict", "--context", str(d / "train.csv"), "--target", "a", "--query", str(d / "test.tsv"),
+               "-o", str(d / "half.parquet"), "--n-estimators", "1", "--precision", "bf16"])
+    half = pd.read_parquet(d / "half.parquet")["a"]
+    assert rc == 0 and not np.array_equal(half, out["a"])
+    np.testing.assert_allclose(half, out["a"], atol=0.05 * out["a"].std())
 
 
 def test_predict_says_how_it_read_the_table_and_takes_local_contexts(tmp_path, capsys):

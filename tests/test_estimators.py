@@ -244,3 +244,22 @@ def test_200k_row_context_runs_in_bounded_memory():
     peak_gib = int(out.stdout.split()[-1]) / 2**20
     print(f"200k-row context: peak RSS {peak_gib:.2f} GiB")
     assert peak_gib < 4.0, f"peak RSS {peak_gib:.2f} GiB"
+
+
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
+def test_bf16_precision_is_close_to_fp32_and_a_wrong_value_is_named(Est):
+    """precision="bf16" runs the engine under bf16 autocast: the outputs move by bf16 rounding only, the
+    permutation of the query rows still does not change a row's output, and fp32 stays the default."""
+    X, y = data()
+    y = (y > 0).astype(int) if Est is FEATClassifier else y
+    f = "predict_proba" if Est is FEATClassifier else "predict"
+    assert Est().precision == "fp32"
+    ref = getattr(Est(n_estimators=1).fit(X[:60], y[:60]), f)(X[60:])
+    m = Est(n_estimators=1, precision="bf16").fit(X[:60], y[:60])
+    half = getattr(m, f)(X[60:])
+    assert not np.array_equal(half, ref)                   # autocast really ran
+    np.testing.assert_allclose(half, ref, atol=0.03 * max(1.0, np.abs(ref).max()))
+    perm = np.random.default_rng(0).permutation(20)
+    np.testing.assert_array_equal(getattr(m, f)(X[60:][perm]), half[perm])
+    with pytest.raises(FEATInputError, match=r"precision must be one of \('fp32', 'bf16'\), got 'fp16'"):
+        Est(precision="fp16").fit(X[:60], y[:60])

@@ -6,7 +6,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from feat_engine.model.kernels import selective_scan
-from feat_engine.model.ssd import ssd_scan
+from feat_engine.model.ssd import head_major, ssd_scan
 
 try:
     from .oracles import naive_ssd, rel_err
@@ -90,6 +90,24 @@ def test_long_sequence_no_overflow():
     assert torch.isfinite(y).all() and torch.isfinite(state).all()
     y_ref, s_ref = naive_ssd(x, log_a, B, C)
     assert rel_err(y, y_ref) < 1e-5
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_head_major_layout_reads_the_same_numbers(grad):
+    """`head_major` gives x * dt as a (b, L, h, p) view of contiguous (b, h, L, p) memory, with and
+    without autograd; the scan of it equals the scan of the same numbers laid out row-major, over
+    several segments and a padded tail."""
+    g = torch.Generator().manual_seed(6)
+    x, dt = torch.randn(2, 75, 3, 4, generator=g), torch.rand(2, 75, 3, generator=g)
+    _, log_a, B, C = make_inputs(75, seed=6)
+    with torch.set_grad_enabled(grad):
+        xs = head_major(x.requires_grad_(grad), dt)
+    assert xs.shape == (2, 75, 3, 4) and xs.transpose(1, 2).is_contiguous()
+    assert torch.equal(xs, x * dt.unsqueeze(-1))
+    y, st = ssd_scan(xs, log_a, B, C, chunk_size=8, segment_chunks=3)
+    y_ref, s_ref = ssd_scan((x * dt.unsqueeze(-1)).contiguous(), log_a, B, C, chunk_size=8, segment_chunks=3)
+    assert rel_err(y, y_ref) < 1e-6 and rel_err(st, s_ref) < 1e-6
+    assert rel_err(y, naive_ssd(x * dt.unsqueeze(-1), log_a, B, C)[0]) < 1e-5
 
 
 def test_selective_scan_torch_backend_discretises():

@@ -8,6 +8,7 @@ from sklearn.model_selection import train_test_split
 
 from app import baselines, downloads, engine, figures, metrics, state
 from app import io as aio
+from feat_engine.inference import native_bf16
 
 st.title("Predict")
 ds = state.require_dataset()
@@ -47,10 +48,15 @@ with st.form("predict_form"):
     max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="pred_maxctx")
     with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")
+    bf16 = st.checkbox("bf16 arithmetic", value=False, key="pred_bf16", disabled=not native_bf16(),
+                       help="About 1.4x faster on this CPU, which multiplies bf16 natively; probabilities move in "
+                            "the third decimal." if native_bf16() else
+                            "Off: this CPU has no native bf16, where it would be slower than fp32.")
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
 if submitted:
-    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None)
+    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
+                              precision="bf16" if bf16 else "fp32")
     try:
         aio.check_features(X_all, target)
         labelled = y_all.notna()

@@ -12,7 +12,7 @@ import functools
 import torch
 from torch import Tensor
 
-from .ssd import ssd_scan
+from .ssd import head_major, ssd_scan
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,4 +55,4 @@ def selective_scan(
         )
         return y.float(), state.float()
     dt = dt.float()
-    return ssd_scan(x.float() * dt.unsqueeze(-1), dt * A.float(), B, C, chunk_size, initial_state)
+    return ssd_scan(head_major(x, dt), dt * A.float(), B, C, chunk_size, initial_state)
