@@ -26,7 +26,7 @@ from ..config import ModelConfig
 from .kernels import selective_scan
 
 # sequences longer than LONG chunks are scanned with 2x longer chunks: the same result, measured
-# faster from 256 rows on (docs/design.md, "The compute floor")
+# faster from 256 rows on (docs/design.md, "The SSD scan")
 LONG = 8
 
 
