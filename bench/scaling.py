@@ -54,7 +54,6 @@ def _rss_bytes() -> int:
 FORWARD = ("feat", "attention")          # one engine call, random weights
 END_TO_END = ("feat_e2e", "tabicl", "lightgbm")   # fit + predict of an estimator
 GROUPS = {"forward": FORWARD, "e2e": END_TO_END}
-PRECISION_ARG = ', precision="bf16"'     # FEATClassifier's argument with --bf16, as the e2e table names it
 LABELS = {"feat": "FEAT (AFBM + Conv-GLA)", "attention": "full softmax attention",
           "feat_e2e": "FEATClassifier", "tabicl": "TabICL v2 architecture", "lightgbm": "LightGBM"}
 
@@ -286,11 +285,12 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
 def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
     sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
     params = {v: next((r["params"] for r in results if r["variant"] == v and r.get("params")), 0) for v in END_TO_END}
+    precision = ', precision="bf16"' if args.bf16 else ""
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
         "Time and peak RSS of a fresh process per method and N. "
-        f"`FEATClassifier(n_estimators=1{PRECISION_ARG if args.bf16 else ''})` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
+        f"`FEATClassifier(n_estimators=1{precision})` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
         f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
         f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
         "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "

@@ -48,9 +48,10 @@ with st.form("predict_form"):
     max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="pred_maxctx")
     with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")
-    bf16 = st.checkbox("bf16 arithmetic", value=False, key="pred_bf16", disabled=not native_bf16(),
+    native = native_bf16()
+    bf16 = st.checkbox("bf16 arithmetic", value=False, key="pred_bf16", disabled=not native,
                        help="Faster on this CPU, which multiplies bf16 natively (1.15x on a 100k-row table on "
-                            "2 cores); probabilities move in the third decimal." if native_bf16() else
+                            "2 cores); probabilities move in the third decimal." if native else
                             "Off: this CPU has no native bf16, where it would be slower than fp32.")
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 

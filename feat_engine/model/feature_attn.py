@@ -40,7 +40,7 @@ class FeatureAttention(nn.Module):
             # backward is slow for many short sequences; it also gives the weights
             w = torch.softmax((q @ k.transpose(-1, -2)).float() * (d // self.heads) ** -0.5, dim=-1)
             a = w.to(v.dtype) @ v
-        else:   # inference: the fused kernel, the same attention (tests/test_engine.py)
+        else:   # inference: the fused kernel, the same attention (tests/test_model.py)
             a = F.scaled_dot_product_attention(q, k, v)
         a = a.transpose(1, 2).reshape(*lead, C, d)
         x = x + self.proj(a)
