@@ -39,7 +39,7 @@ def many_levels(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndar
     x = rng.normal(size=(n, 4))
     y = effect[level] + 0.5 * x[:, 0] - 0.3 * x[:, 1] + 0.3 * rng.normal(size=n)
     X = pd.DataFrame(x, columns=["x1", "x2", "noise1", "noise2"])
-    X.insert(0, "level", pd.Series([f"L{v:02d}" for v in rng.permutation(levels)[level]], dtype=object))
+    X.insert(0, "level", pd.Categorical([f"L{v:02d}" for v in rng.permutation(levels)[level]]))  # as the loader types real tables
     return X, y, "regression"
 
 
@@ -69,9 +69,9 @@ PROBES = {"many-level nominal": (many_levels, [2000]), "wide (60 features)": (wi
 
 
 def as_codes(X: pd.DataFrame) -> pd.DataFrame:
-    """Object columns as integer codes in sorted order: what FEAT read before target statistics."""
+    """Categorical columns as integer codes in sorted order: what FEAT read before target statistics."""
     X = X.copy()
-    for c in X.columns[X.dtypes == object]:
+    for c in C.column_kinds(X)[1]:
         X[c] = pd.Categorical(X[c]).codes.astype(float)
     return X
 
@@ -81,7 +81,7 @@ def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
     X, y, task = make(n_ctx + N_TEST, np.random.default_rng(seed))
     Xc, Xq, yc, yq = X.iloc[:n_ctx], X.iloc[n_ctx:].reset_index(drop=True), y[:n_ctx], y[n_ctx:]
     k = 2 if task == "classification" else 0
-    methods = ["feat", "feat-global"] + (["feat-codes"] if (X.dtypes == object).any() else []) + ["linear", "lightgbm"]
+    methods = ["feat", "feat-global"] + (["feat-codes"] if C.column_kinds(X)[1] else []) + ["linear", "lightgbm"]
     rec = {"probe": name, "task": task, "n_context": n_ctx, "seed": seed, "methods": {}}
     for m in methods:
         t0 = time.perf_counter()
