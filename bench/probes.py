@@ -39,7 +39,8 @@ def many_levels(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndar
     x = rng.normal(size=(n, 4))
     y = effect[level] + 0.5 * x[:, 0] - 0.3 * x[:, 1] + 0.3 * rng.normal(size=n)
     X = pd.DataFrame(x, columns=["x1", "x2", "noise1", "noise2"])
-    X.insert(0, "level", pd.Categorical([f"L{v:02d}" for v in rng.permutation(levels)[level]]))  # as the loader types real tables
+    # an unordered category, as the table loader types real tables
+    X.insert(0, "level", pd.Categorical([f"L{v:02d}" for v in rng.permutation(levels)[level]]))
     return X, y, "regression"
 
 
