@@ -60,11 +60,11 @@ class _FEATBase(BaseEstimator):
     checkpoint: a checkpoint path, a loaded FEAT model, or None for the shipped one.
     progress: callback (done, total, message) over all engine runs of a call.
     precision: "fp32" (default) or "bf16": bf16 autocast for the matrix products, with the scan's
-        states kept in fp32. On CPUs that multiply bf16 natively (AMX, AVX512-BF16) and on CUDA it is
-        faster at the same measured quality (on a 2-core AMX CPU: 1.3x per run, 1.15x end to end at 100k
-        rows, no gain at 1M); its rounding depends on how many rows a run holds, so a row's probability
-        can move in the third decimal when it is predicted alone rather than in a batch (docs/design.md,
-        "The compute floor"). Elsewhere it is emulated and slow.
+        states kept in fp32. On CPUs that multiply bf16 natively (AMX, AVX512-BF16) it is faster at the
+        same measured quality (on a 2-core AMX CPU: 1.25-1.3x per run, 1.1-1.15x end to end at 100k rows,
+        no gain at 1M; CUDA is not measured yet); its rounding depends on how many rows a run holds, so a
+        row's probability can move in the third decimal when it is predicted alone rather than in a batch
+        (docs/design.md, "The compute floor"). Elsewhere it is emulated and slow.
     """
 
     def __init__(

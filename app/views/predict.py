@@ -50,8 +50,8 @@ with st.form("predict_form"):
                             disabled=mode != "Evaluate", key="pred_gbdt")
     native = native_bf16()
     bf16 = st.checkbox("bf16 arithmetic", value=False, key="pred_bf16", disabled=not native,
-                       help="Faster on this CPU, which multiplies bf16 natively (1.15x on a 100k-row table on "
-                            "2 cores); probabilities move in the third decimal." if native else
+                       help="Faster on this CPU, which multiplies bf16 natively (1.1-1.15x on a 100k-row table "
+                            "on 2 cores); probabilities move in the third decimal." if native else
                             "Off: this CPU has no native bf16, where it would be slower than fp32.")
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
