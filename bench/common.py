@@ -324,11 +324,13 @@ def save_results(name: str, out: str | Path | None, payload: dict) -> Path:
 
 
 def add_local_context_arg(p: argparse.ArgumentParser) -> None:
-    """--local-context N|none for FEAT (default: the estimators' own default)."""
+    """--local-context N|none|auto for FEAT (default: the estimators' own default)."""
+    from feat_engine.cli import local_context_arg
     from feat_engine.estimators import LOCAL_CONTEXT
 
-    p.add_argument("--local-context", type=lambda v: None if v.lower() == "none" else int(v), default=LOCAL_CONTEXT,
-                   help=f"FEAT's rows per local context, or 'none' for the whole context (default {LOCAL_CONTEXT})")
+    p.add_argument("--local-context", type=local_context_arg, default=LOCAL_CONTEXT,
+                   help=f"FEAT's rows per local context, 'none' for the whole context, or 'auto' to choose on the "
+                        f"context (default {LOCAL_CONTEXT})")
 
 
 def add_common_args(p: argparse.ArgumentParser, section: str | None) -> None:

@@ -4,7 +4,8 @@ structure. Each is a generated table with a known answer, so a change to how the
 tables can be checked on more than the development tables.
 
 Methods (defaults everywhere): FEAT as shipped (target statistics, relevance-ranked features,
-local contexts), FEAT reading the whole context (`local_context=None`), FEAT given the nominal
+local contexts), FEAT reading the whole context (`local_context=None`), FEAT choosing its reading on
+the context (`local_context="auto"`), FEAT given the nominal
 column as plain integer codes (what it read before target statistics), ridge / logistic
 regression (standardised numerics, one-hot categoricals) and LightGBM.
 
@@ -82,11 +83,11 @@ def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
     X, y, task = make(n_ctx + N_TEST, np.random.default_rng(seed))
     Xc, Xq, yc, yq = X.iloc[:n_ctx], X.iloc[n_ctx:].reset_index(drop=True), y[:n_ctx], y[n_ctx:]
     k = 2 if task == "classification" else 0
-    methods = ["feat", "feat-global"] + (["feat-codes"] if C.column_kinds(X)[1] else []) + ["linear", "lightgbm"]
+    methods = ["feat", "feat-global", "feat-auto"] + (["feat-codes"] if C.column_kinds(X)[1] else []) + ["linear", "lightgbm"]
     rec = {"probe": name, "task": task, "n_context": n_ctx, "seed": seed, "methods": {}}
     for m in methods:
         t0 = time.perf_counter()
-        args.local_context = None if m == "feat-global" else LOCAL_CONTEXT
+        args.local_context = {"feat-global": None, "feat-auto": "auto"}.get(m, LOCAL_CONTEXT)
         Xc_m, Xq_m = (as_codes(Xc), as_codes(Xq)) if m == "feat-codes" else (Xc, Xq)
         out = fit_predict(m.split("-")[0], task, Xc_m, yc, Xq_m, k, args)
         score = (C.classification_metrics(yq, out)["auc"] if task == "classification"
@@ -96,7 +97,8 @@ def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
     return rec
 
 
-LABELS = {"feat": "FEAT", "feat-global": "FEAT, whole context", "feat-codes": "FEAT, level codes",
+LABELS = {"feat": "FEAT", "feat-global": "FEAT, whole context", "feat-auto": "FEAT, reading chosen on the context",
+          "feat-codes": "FEAT, level codes",
           "linear": "linear", "lightgbm": "LightGBM"}
 
 

@@ -30,6 +30,19 @@ def _progress(done: int, total: int, msg: str) -> None:
     print(f"\r[{done}/{total}] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr, flush=True)
 
 
+def local_context_arg(value: str) -> int | str | None:
+    """A --local-context value: rows per part, 0 or 'none' for the whole context, or 'auto'."""
+    v = value.strip().lower()
+    if v in ("none", "0"):
+        return None
+    if v == "auto":
+        return "auto"
+    try:
+        return int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of rows, 'none' or 'auto', got {value!r}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="feat", description="FEAT zero-shot tabular predictions, imputation and relations.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -57,8 +70,10 @@ def _parser() -> argparse.ArgumentParser:
                          "'local' (default) for a cluster on this machine")
     pr.add_argument("--task", choices=["auto", "classification", "regression"], default="auto")
     pr.add_argument("--max-context", type=int, default=None, help="cap on context rows per ensemble member")
-    pr.add_argument("--local-context", type=int, default=LOCAL_CONTEXT,
-                    help=f"rows per local context on long tables; 0 reads the whole context (default {LOCAL_CONTEXT})")
+    pr.add_argument("--local-context", type=local_context_arg, default=LOCAL_CONTEXT,
+                    help=f"rows per local context on long tables; 0 or 'none' reads the whole context, 'auto' "
+                         f"chooses among parts of 512, of 1,024 and the whole context on the context (default "
+                         f"{LOCAL_CONTEXT})")
     im = sub.add_parser("impute", parents=[common], help="fill the missing cells of a table")
     for sp in (pr, im):
         sp.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
@@ -94,7 +109,7 @@ def _fit(a: argparse.Namespace) -> Fitted:
     y, X = ctx[a.target], ctx.drop(columns=[a.target])
     task = infer_task(y) if a.task == "auto" else a.task
     kw = dict(random_state=a.seed, device=a.device, max_context=a.max_context, checkpoint=a.checkpoint,
-              progress=_progress, local_context=a.local_context or None, precision=a.precision, **_members(a))
+              progress=_progress, local_context=a.local_context, precision=a.precision, **_members(a))
     est = (FEATRegressor if task == "regression" else FEATClassifier)(**kw).fit(X, y)
     print(f"feat: {est.reading_}", file=sys.stderr)
     return est

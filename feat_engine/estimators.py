@@ -37,6 +37,7 @@ from .preprocess import (
     ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
     sklearn_words, target_rows,
 )
+from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .target_stats import with_target_stats
 
@@ -138,12 +139,14 @@ class _InContextBase(_FEATBase):
 
     local_context: rows per local context: a member whose context holds at least twice as many
         rows splits it into parts of this size, and each query reads the part nearest to it;
-        None = every query reads the member's whole context.
+        None = every query reads the member's whole context; "auto" = parts of 512, of 1,024 or the
+        whole context, whichever predicts held-out context rows best (`reading_choice.py`; the
+        default 1,024 unless another is clearly better), at the cost of up to 15 one-member fits.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
-        max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
+        max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         precision: str = "fp32",
     ):
@@ -153,15 +156,22 @@ class _InContextBase(_FEATBase):
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
         """Preprocess the context X with model targets y (class indices or standardised values),
         score feature relevance where it is used, and draw the members and their local contexts."""
-        if self.local_context is not None and self.local_context < 1:
-            raise FEATInputError(f"local_context must be >= 1 or None, got {self.local_context}")
+        size = self.local_context
+        if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
+            raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
         self._fit_features(X)
         self.y_ = y
         self.codes_ = self.preprocessor_.nominal_codes(X, "context")
         n, d = self.context_.shape
         max_features = self._model()[1]
         n_ctx = n if self.max_context is None else min(n, self.max_context)
-        local = rows_per_run(n_ctx, self.local_context) < n_ctx
+        self.reading_choice_ = None
+        if size == "auto":
+            self.reading_choice_ = choose_local_context(n, self._held_out_loss(X, y, classification, n_ctx), LOCAL_CONTEXT,
+                                                        y if classification else None, self.random_state, n_ctx)
+            size = self.reading_choice_.size
+        self.local_context_ = size
+        local = rows_per_run(n_ctx, size) < n_ctx
         self.relevance_ = None
         if d > max_features or local:
             self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)
@@ -170,8 +180,32 @@ class _InContextBase(_FEATBase):
         if local:
             for m in self.members_:
                 weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)[m.features]
-                m.local = local_contexts(self.context_[m.rows][:, m.features], self.local_context, weights, m.seed)
+                m.local = local_contexts(self.context_[m.rows][:, m.features], size, weights, m.seed)
         self.reading_ = self._reading()
+
+    def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
+        """Per-row held-out loss of a one-member fit of this estimator with a given reading, on the rows
+        of X: log-loss of the true class, or squared error of the standardised target. With `max_context`,
+        the fit's context is capped in proportion (n_ctx of the len(X) rows)."""
+        params = self.get_params(deep=False)
+
+        def loss(size: int | None, tr: np.ndarray, va: np.ndarray) -> np.ndarray:
+            cap = None if self.max_context is None else max(2, round(len(tr) * n_ctx / len(X)))
+            name = "whole context" if size is None else f"parts of {size:,}"
+            progress = None if self.progress is None else (
+                lambda done, total, msg: self.progress(done, total, f"choosing the reading, {name}: {msg}"))
+            est = type(self)(**{**params, "n_estimators": 1, "local_context": size, "max_context": cap,
+                                "progress": progress})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FEATDataWarning)      # the table's own notes were given at fit
+                est.fit(X.iloc[tr], y[tr])
+                if not classification:
+                    return (est.predict(X.iloc[va]) - y[va]) ** 2
+                p = est.predict_proba(X.iloc[va])
+            col = np.searchsorted(est.classes_, y[va]).clip(0, len(est.classes_) - 1)
+            p_true = np.where(est.classes_[col] == y[va], p[np.arange(len(va)), col], 0.0)
+            return -np.log(np.clip(p_true, 1e-6, 1.0))
+        return loss
 
     def _reading(self) -> str:
         """One sentence on how the members read the fitted table (the app's Predict view shows it)."""
@@ -186,6 +220,8 @@ class _InContextBase(_FEATBase):
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
                      f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
+        if self.reading_choice_ is not None:
+            parts.append(f"that reading {self.reading_choice_.describe()}")
         return "; ".join(parts) + "."
 
     def _query_codes(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
@@ -259,7 +295,7 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
-        max_context: int | None = None, max_features: int | None = None, local_context: int | None = LOCAL_CONTEXT,
+        max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         multiclass: str = "ovr", precision: str = "fp32",
     ):

@@ -1,4 +1,5 @@
 """The `feat` CLI: the three commands over CSV/TSV/Parquet/Excel, and clean errors (exit 2)."""
+import argparse
 import subprocess
 import sys
 
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 
 from app import io as aio
-from feat_engine.cli import main
+from feat_engine.cli import local_context_arg, main
 from feat_engine.io import read_table
 
 
@@ -161,3 +162,9 @@ def test_delimiter_and_encoding_options(tmp_path, capsys):
 def test_entry_point_module_runs():
     out = subprocess.run([sys.executable, "-m", "feat_engine.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "relations" in out.stdout
+
+
+def test_local_context_values():
+    assert [local_context_arg(v) for v in ("auto", "None", "0", "512")] == ["auto", None, None, 512]
+    with pytest.raises(argparse.ArgumentTypeError, match="'none' or 'auto', got 'big'"):
+        local_context_arg("big")

@@ -11,6 +11,7 @@ from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
 from feat_engine.prior.batches import standardise
+from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
 from feat_engine.preprocess import TablePreprocessor
 from feat_engine.relevance import relevance
 from feat_engine.target_stats import with_target_stats
@@ -195,3 +196,62 @@ def test_local_context_is_checked_and_can_be_switched_off():
     assert reg.members_[0].local is None and reg.relevance_ is None
     assert "target statistics for 1 nominal column(s) (state)" in reg.reading_
     assert "all 4 features" in reg.reading_ and "the whole context of 240 rows" in reg.reading_
+
+
+def test_reading_choice_keeps_the_default_unless_another_is_clearly_better():
+    calls = []
+
+    def held_out_loss(better):
+        def loss(size, tr, va):
+            calls.append((size, len(tr), va))
+            noise = np.random.default_rng(len(calls)).normal(scale=0.01, size=len(va))
+            return 1.0 + noise - (0.1 if size is not None and size < 512 * 0.9 and better else 0.0)
+        return loss
+
+    choice = choose_local_context(3000, held_out_loss(True), 1024, seed=0)
+    assert choice.size == 512 and choice.z[512] > 2 and choice.rows == 3000
+    held = np.concatenate([va for size, _, va in calls if size == 1024 * 2400 // 3000])
+    assert np.array_equal(np.sort(held), np.arange(3000))             # 5 folds score every row once
+    assert sorted({s for s, _, _ in calls}, key=str) == sorted({410, 819, None}, key=str)  # parts scaled to 4/5
+    assert choose_local_context(3000, held_out_loss(False), 1024, seed=0).size == 1024
+    calls.clear()
+    long = choose_local_context(20_000, held_out_loss(False), 1024, seed=0)
+    assert long.rows == HOLDOUT and len(calls) == 3                    # long tables: one held-out set
+    calls.clear()
+    choose_local_context(WHOLE_ROWS + 1, held_out_loss(False), 1024, seed=0)
+    assert {s for s, _, _ in calls} == {round(512 * (WHOLE_ROWS + 1 - HOLDOUT) / (WHOLE_ROWS + 1)),
+                                        round(1024 * (WHOLE_ROWS + 1 - HOLDOUT) / (WHOLE_ROWS + 1))}  # no whole reading
+    calls.clear()
+    assert choose_local_context(900, held_out_loss(True), 1024).size is None and not calls   # one reading only
+
+
+def test_auto_reading_chooses_small_parts_where_the_target_is_local(monkeypatch):
+    """With a model that predicts the mean of the context it reads, smaller parts predict a local
+    target better; on a target that is noise the default reading stays."""
+    def mean_run(model, x_ctx, y_ctx, x_query, task, progress=None, **_):
+        if progress is not None:
+            progress(1, 1, "read")
+        return RunResult(logits=None, pred=np.full(len(x_query), float(np.mean(y_ctx))), recon=None, attention=None)
+    monkeypatch.setattr(est_mod, "run", mean_run)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2400, 2))
+    seen = []
+    reg = FEATRegressor(n_estimators=2, local_context="auto", progress=lambda d, t, msg: seen.append(msg)).fit(X, X[:, 0])
+    assert any(msg.startswith("choosing the reading, parts of 410: member 1/1") for msg in seen)   # 512 x 4/5
+    assert reg.local_context_ == 512 and reg.members_[0].local.parts.shape[1] == 512
+    assert "parts of 512 rows" in reg.reading_ and "chosen on 2,400 held-out context rows" in reg.reading_
+    noise = FEATRegressor(n_estimators=1, local_context="auto").fit(X, rng.normal(size=2400))
+    assert noise.local_context_ == 1024 and noise.reading_choice_.z[512] < 2
+    with pytest.raises(ValueError, match="local_context must be >= 1, None or 'auto'"):
+        FEATRegressor(local_context="best").fit(X, X[:, 0])
+
+
+def test_auto_reading_scores_classes_by_the_log_loss_of_the_true_class(monkeypatch):
+    monkeypatch.setattr(est_mod, "run", recording_run([]))
+    X, y = nominal_table(n=240)
+    labels = np.array(["a", "b", "c"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    clf = FEATClassifier(n_estimators=1, random_state=0).fit(X, labels)
+    loss = clf._held_out_loss(X, clf.y_, True, len(X))(None, np.arange(200), np.arange(200, 240))
+    p = FEATClassifier(n_estimators=1, random_state=0, local_context=None).fit(X.iloc[:200], clf.y_[:200]) \
+        .predict_proba(X.iloc[200:])
+    np.testing.assert_allclose(loss, -np.log(np.clip(p[np.arange(40), clf.y_[200:]], 1e-6, 1)))
