@@ -1,6 +1,6 @@
 """Synthetic probes of what real tables throw at FEAT: a many-level nominal column, a wide table
-with few relevant features, a dense linear target, and a long table whose target has local
-structure. Each is a generated table with a known answer, so a change to how the estimators read
+with few relevant features, a dense linear target, heavy-tailed features, and a long table whose
+target has local structure. Each is a generated table with a known answer, so a change to how the estimators read
 tables can be checked on more than the development tables.
 
 Methods (defaults everywhere): FEAT as shipped (target statistics, relevance-ranked features,
@@ -60,6 +60,15 @@ def dense_linear(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.nda
     return pd.DataFrame(x), x @ (w / np.linalg.norm(w)) + 0.3 * rng.normal(size=n), "regression"
 
 
+def heavy_tails(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Regression: 6 log-normal features (incomes, counts, prices), a target smooth in their logs
+    (linear, a sine, a square) plus noise 0.3: most rows sit near zero after standardisation."""
+    x = rng.lognormal(0.0, 1.2, size=(n, 6))
+    z = np.log(x)
+    y = z[:, 0] + np.sin(z[:, 1]) - 0.5 * z[:, 2] + 0.2 * z[:, 3] ** 2 + 0.3 * rng.normal(size=n)
+    return pd.DataFrame(x, columns=[f"x{j}" for j in range(6)]), y, "regression"
+
+
 def long_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
     """Regression: Friedman #1 (10 uniform features, 5 used, sin / square / linear terms), noise 1."""
     x, y = make_friedman1(n, noise=1.0, random_state=int(rng.integers(2**31 - 1)))
@@ -67,7 +76,8 @@ def long_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarr
 
 
 PROBES = {"many-level nominal": (many_levels, [2000]), "wide (60 features)": (wide, [2000]),
-          "dense linear": (dense_linear, [1024]), "long table": (long_table, [2048, 32768])}
+          "dense linear": (dense_linear, [1024]), "heavy tails": (heavy_tails, [2000]),
+          "long table": (long_table, [2048, 32768])}
 
 
 def as_codes(X: pd.DataFrame) -> pd.DataFrame:

@@ -37,6 +37,7 @@ from .preprocess import (
     ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
     sklearn_words, target_rows,
 )
+from .quantile_view import quantile_normal
 from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .target_stats import with_target_stats
@@ -247,29 +248,38 @@ class _InContextBase(_FEATBase):
         if stats:
             ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
         ctx, q = ctx[:, m.features], xq[:, m.features]
+        quantile = m.index % 2 == 1                            # odd members read the quantile view
         if route is None:
-            return call(ctx, yr, q, "")
+            return call(*_view(ctx, yr, q, quantile), "")
         order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
         parts, starts = np.unique(route[order], return_index=True)
         out = None
         for j, (p, sel) in enumerate(zip(parts, np.split(order, starts[1:]))):
             rows = m.local.parts[p]
-            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, f", part {j + 1}/{len(parts)}")
+            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, quantile, f", part {j + 1}/{len(parts)}")
             if out is None:
                 out = np.empty((len(q),) + r.shape[1:], r.dtype)
             out[sel] = r
         return out
 
 
-def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, label: str) -> np.ndarray:
+def _view(ctx: np.ndarray, y: np.ndarray, q: np.ndarray, quantile: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(context, labels, queries) of one run, in the quantile view (`quantile_view.py`) if asked."""
+    if quantile:
+        ctx, q = quantile_normal(ctx, q)
+    return ctx, y, q
+
+
+def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, quantile: bool,
+               label: str) -> np.ndarray:
     """One local part read as the prior's tables are: features (and a regression target)
     standardised with the part's own context statistics, predictions mapped back."""
     z = standardise(np.vstack([ctx, q]), len(ctx))
     if not regression:
-        return call(z[:len(ctx)], y, z[len(ctx):], label)
+        return call(*_view(z[:len(ctx)], y, z[len(ctx):], quantile), label)
     mu, sd = float(y.mean()), float(y.std())
     sd = sd if sd > 1e-8 else 1.0
-    return call(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], label) * sd + mu
+    return call(*_view(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], quantile), label) * sd + mu
 
 
 def _target(y: Any) -> pd.Series:

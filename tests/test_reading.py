@@ -11,6 +11,7 @@ from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
 from feat_engine.prior.batches import standardise
+from feat_engine.quantile_view import quantile_normal
 from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
 from feat_engine.preprocess import TablePreprocessor
 from feat_engine.relevance import relevance
@@ -168,6 +169,44 @@ def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(mo
     expected = standardise(np.vstack([part, q0]), len(part))
     assert any(np.allclose(c, expected[:-1]) and np.any(np.all(np.isclose(q, expected[-1]), axis=1))
                for c, q in calls[:len(np.unique(route))])
+
+
+def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_missing_cells():
+    rng = np.random.default_rng(0)
+    raw = np.column_stack([rng.lognormal(0, 1.5, 500), rng.integers(0, 2, 500), rng.lognormal(0, 1.0, 500)])
+    raw[rng.random(500) < 0.2, 2] = np.nan
+    x = standardise(raw, 400).astype(np.float32)
+    ctx, q = quantile_normal(x[:400], x[400:])
+    assert ctx.shape == (400, 3) and q.shape == (100, 3)
+    np.testing.assert_array_equal(ctx[:, 1], x[:400, 1])                 # two values: left as it is
+    np.testing.assert_array_equal(np.isnan(ctx), np.isnan(x[:400]))      # missing stays missing
+    np.testing.assert_array_equal(np.isnan(q), np.isnan(x[400:]))
+    for j in (0, 2):
+        ok = np.isfinite(x[:400, j])
+        assert (np.diff(ctx[ok, j][np.argsort(x[:400, j][ok])]) >= 0).all()   # order kept
+        assert abs(np.nanmean(ctx[:, j])) < 1e-5 and abs(np.nanstd(ctx[:, j]) - 1) < 1e-4
+
+    def skew(v):
+        v = v[np.isfinite(v)]
+        return float(np.mean(((v - v.mean()) / v.std()) ** 3))
+    assert skew(x[:400, 0]) > 2 and abs(skew(ctx[:, 0])) < 0.15 * skew(x[:400, 0])   # the tail is spread out
+    alone = np.vstack([quantile_normal(x[:400], x[400 + i:401 + i])[1] for i in range(5)])
+    np.testing.assert_array_equal(alone, q[:5])                          # a query depends on itself only
+
+
+def test_odd_members_read_the_quantile_view(monkeypatch):
+    calls = []
+    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    X = np.random.default_rng(2).lognormal(0, 1.5, size=(300, 3))
+    reg = FEATRegressor(n_estimators=2, local_context=None).fit(X, np.log(X[:, 0]))
+    reg.predict(X[:20])
+    assert len(calls) == 2
+    for m, (c, q) in zip(reg.members_, calls):
+        ctx, xq = reg.context_[m.rows][:, m.features], reg.preprocessor_.transform(pd.DataFrame(X[:20]))[:, m.features]
+        want = quantile_normal(ctx, xq) if m.index % 2 else (ctx, xq)
+        np.testing.assert_allclose(c, want[0], atol=1e-6)
+        np.testing.assert_allclose(q, want[1], atol=1e-6)
+    assert not np.allclose(calls[0][0], calls[1][0], atol=1e-2)
 
 
 @pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
