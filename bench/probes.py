@@ -1,7 +1,7 @@
 """Synthetic probes of what real tables throw at FEAT: a many-level nominal column, a wide table
 with few relevant features, a dense linear target, heavy-tailed features, and a long table whose
-target has local structure. Each is a generated table with a known answer, so a change to how the estimators read
-tables can be checked on more than the development tables.
+target has local structure. Each is a generated table with a known answer, so a change to how
+the estimators read tables can be checked on more than the development tables.
 
 Methods (defaults everywhere): FEAT as shipped (target statistics, relevance-ranked features,
 local contexts), FEAT reading the whole context (`local_context=None`), FEAT choosing its reading on

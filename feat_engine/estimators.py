@@ -5,7 +5,8 @@
     FEATImputer().fit_transform(X)          # same shape, dtypes and categories; only NaN cells change
 
 Every prediction averages `n_estimators` members (row permutation, feature shuffle, S-DFE
-draw, one seed each), drawn at `fit`. The classifier and regressor hand the model what it
+draw, one seed each), drawn at `fit`; odd members read numeric columns in the quantile view
+(`quantile_view.py`). The classifier and regressor hand the model what it
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), and on long contexts the local part of the context nearest each query
@@ -37,7 +38,7 @@ from .preprocess import (
     ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
     sklearn_words, target_rows,
 )
-from .quantile_view import quantile_normal
+from .quantile_view import in_quantile_view, quantile_normal
 from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .target_stats import with_target_stats
@@ -53,7 +54,8 @@ Call = Callable[[np.ndarray, np.ndarray, np.ndarray, str], np.ndarray]
 class _FEATBase(BaseEstimator):
     """Parameters and context handling shared by the three estimators.
 
-    n_estimators: ensemble members (row permutation, feature shuffle, S-DFE draw each).
+    n_estimators: ensemble members (row permutation, feature shuffle, S-DFE draw each); in the
+        classifier and regressor the odd ones (the 2nd, 4th, ...) read the quantile view.
     random_state: int for reproducible results, None for a fresh draw (per fit for the classifier
         and regressor, per call for the imputer).
     device: "auto" (CUDA when available, else CPU), "cpu" or "cuda".
@@ -213,7 +215,9 @@ class _InContextBase(_FEATBase):
         n, d = self.context_.shape
         names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
         width = len(self.members_[0].features)
-        parts = [f"{len(self.members_)} member(s)",
+        n_quantile = sum(in_quantile_view(m) for m in self.members_)
+        parts = [f"{len(self.members_)} member(s)"
+                 + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else ""),
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
@@ -248,7 +252,7 @@ class _InContextBase(_FEATBase):
         if stats:
             ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
         ctx, q = ctx[:, m.features], xq[:, m.features]
-        quantile = m.index % 2 == 1                            # odd members read the quantile view
+        quantile = in_quantile_view(m)
         if route is None:
             return call(*_view(ctx, yr, q, quantile), "")
         order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)

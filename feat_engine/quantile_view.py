@@ -16,10 +16,16 @@ import numpy as np
 import pandas as pd
 from sklearn.preprocessing import QuantileTransformer
 
+from .ensemble import Member
 from .preprocess import CLIP
 
 MIN_VALUES = 10       # distinct context values a column needs to be mapped
 N_QUANTILES = 1000    # quantiles per column (scikit-learn's default), fewer on short contexts
+
+
+def in_quantile_view(member: Member) -> bool:
+    """Whether an ensemble member of the classifier or regressor reads the quantile view: the odd ones."""
+    return member.index % 2 == 1
 
 
 def quantile_normal(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

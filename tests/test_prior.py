@@ -1,6 +1,8 @@
 """The hybrid SCM prior, real-table tasks and training batches."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -143,6 +145,32 @@ def test_local_share_builds_batches_of_parts():
     for i in range(6):
         bt = make_batch(3, i, cfg, None)
         assert bt.x.shape[:2] == bt.y.shape and np.isfinite(bt.y).all()
+
+
+def test_quantile_share_hands_supervised_batches_over_in_the_quantile_view(monkeypatch):
+    calls, quantile_normal = [], batches.quantile_normal
+
+    def spy(ctx, query):
+        calls.append(quantile_normal(ctx, query))
+        return calls[-1]
+    monkeypatch.setattr(batches, "quantile_normal", spy)
+    plain = PriorConfig(max_rows=256, max_features=6, p_real=0.0)
+    for i in range(4):
+        make_batch(5, i, plain, None)
+    assert calls == []                                   # off by default: the stream is unchanged
+    supervised = 0
+    for i in range(8):
+        calls.clear()
+        bt = make_batch(5, i, replace(plain, p_quantile=1.0), None)
+        if bt.task is None:                              # imputation batches keep z-scores
+            assert calls == []
+            continue
+        supervised += 1
+        assert len(calls) == len(bt.x_true)              # every table of the batch, context and queries
+        for t, (ctx, query) in enumerate(calls):
+            np.testing.assert_allclose(bt.x_true[t, :bt.n_ctx], ctx, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(bt.x_true[t, bt.n_ctx:], query, rtol=1e-6, atol=1e-6)
+    assert supervised > 0
 
 
 def test_standardise_uses_context_statistics_only():

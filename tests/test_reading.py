@@ -207,6 +207,7 @@ def test_odd_members_read_the_quantile_view(monkeypatch):
         np.testing.assert_allclose(c, want[0], atol=1e-6)
         np.testing.assert_allclose(q, want[1], atol=1e-6)
     assert not np.allclose(calls[0][0], calls[1][0], atol=1e-2)
+    assert reg.reading_.startswith("2 member(s), 1 reading numbers in the quantile view;")
 
 
 @pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])

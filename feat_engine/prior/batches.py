@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
+from ..quantile_view import quantile_normal
 from ..target_stats import with_target_stats
 from .masks import make_mask
 from .real import TableRef, allowlist, sample_real_task
@@ -150,12 +151,15 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
 
     xs, xt, rec, ys, ks = [], [], [], [], []
     lo, hi = cfg.mask_rate
+    quantile = not impute_only and cfg.p_quantile > 0 and rng.uniform() < cfg.p_quantile  # as odd members read
     for X, y, k, nominal in tables:
         Xs = standardise(X, n_ctx)
         y = y if task == "classification" else _standardise_target(y, n_ctx)
         if not impute_only and k <= 2 and len(nominal):    # as the estimators hand nominal columns over
             Xs[:n_ctx], Xs[n_ctx:] = with_target_stats(Xs[:n_ctx], y[:n_ctx], Xs[n_ctx:], X[:n_ctx, nominal],
                                                        X[n_ctx:, nominal], nominal, int(rng.integers(2**31 - 1)))
+        if quantile:
+            Xs[:n_ctx], Xs[n_ctx:] = quantile_normal(Xs[:n_ctx], Xs[n_ctx:])
         ys.append(y)
         rate = rng.uniform(lo, hi) if not impute_only else rng.uniform(0.1, 0.3)
         m = np.zeros((n, d), dtype=bool)
