@@ -5,12 +5,12 @@
     FEATImputer().fit_transform(X)          # same shape, dtypes and categories; only NaN cells change
 
 Every prediction averages `n_estimators` members (row permutation, feature shuffle, S-DFE
-draw, one seed each), drawn at `fit`; odd members read numeric columns in the quantile view
-(`quantile_view.py`). The classifier and regressor hand the model what it
+draw, one seed each), drawn at `fit`. The classifier and regressor hand the model what it
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
-(`relevance.py`), and on long contexts the local part of the context nearest each query
-(`local_context.py`). Query rows never see each other, so a row's prediction does not
+(`relevance.py`), on long contexts the local part of the context nearest each query
+(`local_context.py`), and to their odd members numeric columns spread out by their context
+quantiles (`quantile_view.py`). Query rows never see each other, so a row's prediction does not
 depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
 words where its checks apply (docs/design.md, "What the estimators refuse"); sparse input is
 refused; `predict` before `fit` raises scikit-learn's `NotFittedError` (also a ValueError).

@@ -38,10 +38,10 @@ def quantile_normal(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray,
     qt = QuantileTransformer(n_quantiles=min(N_QUANTILES, len(x_ctx)), output_distribution="normal",
                              random_state=0).fit(x_ctx[:, cols].astype(np.float64))
     z_ctx = qt.transform(x_ctx[:, cols].astype(np.float64))
-    z_query = qt.transform(x_query[:, cols].astype(np.float64))
     mean, std = np.nanmean(z_ctx, axis=0), np.nanstd(z_ctx, axis=0)
     std[~(std > 0)] = 1.0
     x_ctx, x_query = x_ctx.copy(), x_query.copy()
     x_ctx[:, cols] = np.clip((z_ctx - mean) / std, -CLIP, CLIP)
-    x_query[:, cols] = np.clip((z_query - mean) / std, -CLIP, CLIP)
+    if len(x_query):
+        x_query[:, cols] = np.clip((qt.transform(x_query[:, cols].astype(np.float64)) - mean) / std, -CLIP, CLIP)
     return x_ctx, x_query

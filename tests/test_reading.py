@@ -192,6 +192,7 @@ def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_miss
     assert skew(x[:400, 0]) > 2 and abs(skew(ctx[:, 0])) < 0.15 * skew(x[:400, 0])   # the tail is spread out
     alone = np.vstack([quantile_normal(x[:400], x[400 + i:401 + i])[1] for i in range(5)])
     np.testing.assert_array_equal(alone, q[:5])                          # a query depends on itself only
+    np.testing.assert_array_equal(quantile_normal(x[:400], x[:0])[0], ctx)  # no queries: the same context
 
 
 def test_odd_members_read_the_quantile_view(monkeypatch):
