@@ -33,10 +33,9 @@ from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model
 from .inference import run
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
-from .prior.batches import standardise
 from .preprocess import (
     ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
-    sklearn_words, target_rows,
+    sklearn_words, standardise, target_rows,
 )
 from .quantile_view import in_quantile_view, quantile_normal
 from .reading_choice import HeldOutLoss, choose_local_context
@@ -252,38 +251,39 @@ class _InContextBase(_FEATBase):
         if stats:
             ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
         ctx, q = ctx[:, m.features], xq[:, m.features]
-        quantile = in_quantile_view(m)
+        if in_quantile_view(m):
+            call = _in_quantile_view(call)
         if route is None:
-            return call(*_view(ctx, yr, q, quantile), "")
+            return call(ctx, yr, q, "")
         order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
         parts, starts = np.unique(route[order], return_index=True)
         out = None
         for j, (p, sel) in enumerate(zip(parts, np.split(order, starts[1:]))):
             rows = m.local.parts[p]
-            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, quantile, f", part {j + 1}/{len(parts)}")
+            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, f", part {j + 1}/{len(parts)}")
             if out is None:
                 out = np.empty((len(q),) + r.shape[1:], r.dtype)
             out[sel] = r
         return out
 
 
-def _view(ctx: np.ndarray, y: np.ndarray, q: np.ndarray, quantile: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(context, labels, queries) of one run, in the quantile view (`quantile_view.py`) if asked."""
-    if quantile:
+def _in_quantile_view(call: Call) -> Call:
+    """`call`, with each run's context and queries handed over in the quantile view (`quantile_view.py`)."""
+    def read(ctx: np.ndarray, y: np.ndarray, q: np.ndarray, label: str) -> np.ndarray:
         ctx, q = quantile_normal(ctx, q)
-    return ctx, y, q
+        return call(ctx, y, q, label)
+    return read
 
 
-def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, quantile: bool,
-               label: str) -> np.ndarray:
+def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, label: str) -> np.ndarray:
     """One local part read as the prior's tables are: features (and a regression target)
     standardised with the part's own context statistics, predictions mapped back."""
     z = standardise(np.vstack([ctx, q]), len(ctx))
     if not regression:
-        return call(*_view(z[:len(ctx)], y, z[len(ctx):], quantile), label)
+        return call(z[:len(ctx)], y, z[len(ctx):], label)
     mu, sd = float(y.mean()), float(y.std())
     sd = sd if sd > 1e-8 else 1.0
-    return call(*_view(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], quantile), label) * sd + mu
+    return call(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], label) * sd + mu
 
 
 def _target(y: Any) -> pd.Series:

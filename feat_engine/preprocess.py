@@ -32,6 +32,18 @@ NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many l
 _EPOCH = pd.Timestamp("1970-01-01")
 
 
+def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
+    """(x - mean_ctx) / std_ctx per column over the first n_ctx rows, clipped to +-CLIP; NaN stays NaN."""
+    ctx = X[:n_ctx]
+    with warnings.catch_warnings():   # all-NaN context columns: handled below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mu = np.nanmean(ctx, 0)
+        sd = np.nanstd(ctx, 0)
+    mu = np.where(np.isfinite(mu), mu, 0.0)
+    sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
+    return np.clip((X - mu) / sd, -CLIP, CLIP)
+
+
 class FEATInputError(ValueError):
     """Input FEAT cannot use; the message names the column, file or value at fault."""
 

@@ -17,7 +17,7 @@ import pandas as pd
 from sklearn.preprocessing import QuantileTransformer
 
 from .ensemble import Member
-from .preprocess import CLIP
+from .preprocess import standardise
 
 MIN_VALUES = 10       # distinct context values a column needs to be mapped
 N_QUANTILES = 1000    # quantiles per column (scikit-learn's default), fewer on short contexts
@@ -31,17 +31,14 @@ def in_quantile_view(member: Member) -> bool:
 def quantile_normal(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Copies of the (N, D) context and (M, D) query matrices in which every column with at least
     MIN_VALUES distinct context values is mapped through its context quantiles to a standard
-    normal, then standardised with the context's statistics and clipped to +-CLIP."""
+    normal, then standardised with the context's statistics and clipped (`standardise`)."""
     cols = np.flatnonzero(pd.DataFrame(x_ctx).nunique().to_numpy() >= MIN_VALUES)
     if len(cols) == 0:
         return x_ctx, x_query
     qt = QuantileTransformer(n_quantiles=min(N_QUANTILES, len(x_ctx)), output_distribution="normal",
                              random_state=0).fit(x_ctx[:, cols].astype(np.float64))
-    z_ctx = qt.transform(x_ctx[:, cols].astype(np.float64))
-    mean, std = np.nanmean(z_ctx, axis=0), np.nanstd(z_ctx, axis=0)
-    std[~(std > 0)] = 1.0
+    z = standardise(np.vstack([qt.transform(a[:, cols].astype(np.float64)) if len(a) else np.empty((0, len(cols)))
+                               for a in (x_ctx, x_query)]), len(x_ctx))
     x_ctx, x_query = x_ctx.copy(), x_query.copy()
-    x_ctx[:, cols] = np.clip((z_ctx - mean) / std, -CLIP, CLIP)
-    if len(x_query):
-        x_query[:, cols] = np.clip((qt.transform(x_query[:, cols].astype(np.float64)) - mean) / std, -CLIP, CLIP)
+    x_ctx[:, cols], x_query[:, cols] = z[:len(x_ctx)], z[len(x_ctx):]
     return x_ctx, x_query

@@ -9,7 +9,8 @@ import pytest
 
 from feat_engine.config import PriorConfig
 from feat_engine.prior import batches, real
-from feat_engine.prior.batches import local_part, make_batch, standardise
+from feat_engine.preprocess import standardise
+from feat_engine.prior.batches import local_part, make_batch
 from feat_engine.prior.scm import (SCMTable, _additive_teacher, _linear_teacher, _tree_teacher, kumaraswamy_warp,
                                    prototype_roots, sample_scm, scale_free_dag)
 

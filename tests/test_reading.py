@@ -10,10 +10,9 @@ from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
-from feat_engine.prior.batches import standardise
 from feat_engine.quantile_view import quantile_normal
 from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
-from feat_engine.preprocess import TablePreprocessor
+from feat_engine.preprocess import TablePreprocessor, standardise
 from feat_engine.relevance import relevance
 from feat_engine.target_stats import with_target_stats
 from sklearn.neighbors import NearestNeighbors

@@ -17,14 +17,12 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
+from ..preprocess import standardise
 from ..quantile_view import quantile_normal
 from ..target_stats import with_target_stats
 from .masks import make_mask
 from .real import TableRef, allowlist, sample_real_task
 from .scm import sample_scm
-
-CLIP = 5.0
-
 
 @dataclass
 class Batch:
@@ -38,18 +36,6 @@ class Batch:
     task: str | None         # 'classification', 'regression' or None (imputation only)
     n_classes: np.ndarray    # (B,) int
     source: str              # 'scm' or 'real'
-
-
-def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
-    """(x - mean_ctx) / std_ctx per column, clipped to +-5; NaN stays NaN."""
-    ctx = X[:n_ctx]
-    with warnings.catch_warnings():   # all-NaN context columns: handled below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mu = np.nanmean(ctx, 0)
-        sd = np.nanstd(ctx, 0)
-    mu = np.where(np.isfinite(mu), mu, 0.0)
-    sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
-    return np.clip((X - mu) / sd, -CLIP, CLIP)
 
 
 def _has_signal(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str) -> bool:

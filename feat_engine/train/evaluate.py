@@ -26,7 +26,8 @@ from sklearn.preprocessing import StandardScaler
 from ..config import PriorConfig
 from ..inference import run
 from ..model import FEAT
-from ..prior.batches import make_batch, standardise
+from ..preprocess import standardise
+from ..prior.batches import make_batch
 from ..prior.real import encode_column
 from .losses import feat_loss
 
