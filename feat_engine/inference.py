@@ -112,12 +112,14 @@ def run(
     say = progress or (lambda done, tot, msg: None)
     say(0, total, f"encoding {N} context rows")
 
+    label_only = not (want_recon or want_attention)   # the task heads read the query label tokens alone
     with _autocast(dev, cfg.autocast_bf16):
         cols = min(cfg.col_chunk, column_chunk(N, D + 1, model.cfg.d_model))
         h, states, attn = model.encode_context(
             x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
             row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
             on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
+            label_only=label_only,
         )
         recon = model.reconstruct(h)[0].cpu().numpy() if want_recon else None
         del h
@@ -125,7 +127,8 @@ def run(
         if n_q:
             xq = torch.as_tensor(np.asarray(x_query, dtype=np.float32) if not isinstance(x_query, Tensor) else x_query).float()
             for c, i in enumerate(range(0, n_q, cfg.query_chunk)):
-                hq, aq = model.decode_queries(xq[i:i + cfg.query_chunk].unsqueeze(0).to(dev), states, column_ids, want_attention)
+                hq, aq = model.decode_queries(xq[i:i + cfg.query_chunk].unsqueeze(0).to(dev), states, column_ids,
+                                              want_attention, label_only)
                 lg, pr = model.heads(hq, task, n_classes)
                 if lg is not None:
                     logits.append(lg[0].cpu())

@@ -339,3 +339,24 @@ def test_run_with_no_query_rows(model, task, shape):
     r = run(model, x, y, x[:0], task, 3 if task == "classification" else None, device="cpu")
     out = r.logits if task == "classification" else r.pred
     assert out.shape == shape
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_label_only_last_block_equals_the_full_pass(model, task):
+    """The heads-only path (the last block computes the label tokens and the label column's
+    state alone) gives the full pass's predictions, and really is pruned."""
+    n_ctx, M, D = 40, 9, 6
+    x = table(1, n_ctx + M, D, seed=11)
+    y = labels(1, n_ctx, task)
+    ids = model.column_ids(1, D)
+    with torch.no_grad():
+        full_h, full_st, _ = model.encode_context(x[:, :n_ctx], y, task, ids)
+        cut_h, cut_st, _ = model.encode_context(x[:, :n_ctx], y, task, ids, row_chunk=16, label_only=True)
+        full_q, _ = model.decode_queries(x[:, n_ctx:], full_st, ids)
+        cut_q, _ = model.decode_queries(x[:, n_ctx:], cut_st, ids, label_only=True)
+        full, cut = model.heads(full_q, task, 3), model.heads(cut_q, task, 3)
+    assert cut_h.shape == (1, n_ctx, 1, SMALL.d_model) and cut_q.shape == (1, M, 1, SMALL.d_model)
+    assert all(s.shape[1] == 1 for s in cut_st[-1]) and all(s.shape[1] == D + 1 for s in full_st[-1])
+    assert maxdiff(cut_h[:, :, 0], full_h[:, :, -1]) < TOL
+    key = 0 if task == "classification" else 1
+    assert maxdiff(cut[key], full[key]) < TOL

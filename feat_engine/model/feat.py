@@ -44,20 +44,23 @@ class Block(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model)
         self.mixer = AFBM(cfg) if mixer == "afbm" else ConvGLA(cfg)
 
-    def feature_axis(self, x: Tensor, row_chunk: int | None, return_attention: bool) -> tuple[Tensor, Tensor | None]:
-        """Feature attention over row chunks; returns x and the row-summed attention (B, heads, C, C)."""
+    def feature_axis(self, x: Tensor, row_chunk: int | None, return_attention: bool,
+                     label_only: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Feature attention over row chunks; returns x (only its label token, (B, N, 1, E), with
+        `label_only`) and the row-summed attention (B, heads, C, C)."""
         if row_chunk is None or x.shape[1] <= row_chunk:
-            y, w = self.rows(x, return_attention)
+            y, w = self.rows(x, return_attention, label_only)
             return y, (None if w is None else w.float().sum(1))
         if torch.is_grad_enabled():
             raise RuntimeError("row-chunked feature attention is for inference (it updates in place)")
+        out = x.new_empty(*x.shape[:2], 1, x.shape[3]) if label_only else x
         wsum = None
         for i in range(0, x.shape[1], row_chunk):
-            y, w = self.rows(x[:, i:i + row_chunk], return_attention)
-            x[:, i:i + row_chunk] = y
+            y, w = self.rows(x[:, i:i + row_chunk], return_attention, label_only)
+            out[:, i:i + row_chunk] = y
             if w is not None:
                 wsum = w.float().sum(1) if wsum is None else wsum + w.float().sum(1)
-        return x, wsum
+        return out, wsum
 
     def context(self, x: Tensor, col_chunk: int | None) -> tuple[Tensor, Any]:
         """Sample-axis mixer over the context rows of each column, `col_chunk` columns at a time."""
@@ -115,10 +118,15 @@ class FEAT(nn.Module):
     def encode_context(
         self, x: Tensor, y: Tensor | None, task: str | None, column_ids: Tensor,
         row_chunk: int | None = None, col_chunk: int | None = None, return_attention: bool = False,
-        on_block: Callable[[int], None] | None = None,
+        on_block: Callable[[int], None] | None = None, label_only: bool = False,
     ) -> tuple[Tensor, list[Any], list[Tensor] | None]:
         """Run the context rows through every block (calling `on_block(i)` after block i). Returns
-        their final tokens, per-block states and (optionally) per-block attention summed over rows."""
+        their final tokens, per-block states and (optionally) per-block attention summed over rows.
+
+        `label_only` is for the task heads alone, which read the query rows' final label tokens: those
+        read only the label column's state of the last block, so the last block computes the context's
+        label tokens (from every token's keys and values) and that one state; the tokens returned are
+        then the label tokens, (B, N, 1, E). The same numbers as the full pass (tests/test_model.py)."""
         if x.shape[1] == 0:
             raise ValueError("the context has no rows: at least one context row is needed")
         if row_chunk is None or x.shape[1] <= row_chunk or torch.is_grad_enabled():
@@ -131,8 +139,9 @@ class FEAT(nn.Module):
                     h = part.new_empty(x.shape[0], x.shape[1], *part.shape[2:])
                 h[:, i:i + row_chunk] = part
         states, attn = [], ([] if return_attention else None)
+        last = len(self.blocks) - 1
         for i, blk in enumerate(self.blocks):
-            h, w = blk.feature_axis(h, row_chunk, return_attention)
+            h, w = blk.feature_axis(h, row_chunk, return_attention, label_only and i == last)
             h, st = blk.context(h, col_chunk)
             states.append(st)
             if attn is not None:
@@ -143,12 +152,16 @@ class FEAT(nn.Module):
 
     def decode_queries(
         self, x: Tensor, states: list[Any], column_ids: Tensor, return_attention: bool = False,
+        label_only: bool = False,
     ) -> tuple[Tensor, list[Tensor] | None]:
-        """Query rows (B, M, D) through every block, reading the context states only."""
+        """Query rows (B, M, D) through every block, reading the context states only; with
+        `label_only` (states from `encode_context(label_only=True)`) the last block computes the
+        label tokens alone, (B, M, 1, E)."""
         h = self.embed(x, None, None, column_ids)
         attn = [] if return_attention else None
-        for blk, st in zip(self.blocks, states):
-            h, w = blk.feature_axis(h, None, return_attention)
+        last = len(self.blocks) - 1
+        for i, (blk, st) in enumerate(zip(self.blocks, states)):
+            h, w = blk.feature_axis(h, None, return_attention, label_only and i == last)
             h = blk.query(h, st)
             if attn is not None:
                 attn.append(w)

@@ -31,18 +31,28 @@ class FeatureAttention(nn.Module):
         self.norm2 = nn.LayerNorm(d)
         self.ffn = nn.Sequential(nn.Linear(d, cfg.ffn_mult * d), nn.GELU(), nn.Linear(cfg.ffn_mult * d, d))
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, return_attention: bool = False, last_only: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x: (..., C, d) -> (..., C, d), or (..., 1, d) with `last_only`: the last token (the label)
+        alone, reading every token's keys and values, as the full output's last token is."""
         *lead, C, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(-1, C, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        hd = d // self.heads
+        n = self.norm1(x)
+        if last_only:   # queries of the last token only; keys and values of all
+            kv = F.linear(n, self.qkv.weight[d:], self.qkv.bias[d:]).view(-1, C, 2, self.heads, hd).permute(2, 0, 3, 1, 4)
+            q = F.linear(n[..., -1:, :], self.qkv.weight[:d], self.qkv.bias[:d]).view(-1, 1, self.heads, hd).transpose(1, 2)
+            k, v = kv[0], kv[1]
+            x, C = x[..., -1:, :], 1
+        else:
+            q, k, v = self.qkv(n).view(-1, C, 3, self.heads, hd).permute(2, 0, 3, 1, 4)
         w = None
         if return_attention or torch.is_grad_enabled():
             # explicit softmax attention: in training it beats the fused CPU kernel, whose
             # backward is slow for many short sequences; it also gives the weights
-            w = torch.softmax((q @ k.transpose(-1, -2)).float() * (d // self.heads) ** -0.5, dim=-1)
+            w = torch.softmax((q @ k.transpose(-1, -2)).float() * hd ** -0.5, dim=-1)
             a = w.to(v.dtype) @ v
         else:   # inference: the fused kernel, the same attention (tests/test_model.py)
             a = F.scaled_dot_product_attention(q, k, v)
         a = a.transpose(1, 2).reshape(*lead, C, d)
         x = x + self.proj(a)
         x = x + self.ffn(self.norm2(x))
-        return x, (w.view(*lead, self.heads, C, C) if return_attention else None)
+        return x, (w.view(*lead, self.heads, C, w.shape[-1]) if return_attention else None)
