@@ -20,6 +20,7 @@ from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS  # noqa: F401  (the Data view's reading options)
 from feat_engine.io import Loaded, TableError, load_table
 from feat_engine.local_context import rows_per_run
+from feat_engine.preprocess import date_format, numbers_in_text, read_dates
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
 CELL_BYTES = 1536    # peak RSS per table cell of a default Predict run beside the engine, with margin (docs/design.md)
@@ -124,10 +125,13 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         if is_int and nunique <= 2:
             return "categorical", f"{nunique} integer values"
         return "numeric", "numbers"
-    # strings / objects
-    as_num = pd.to_numeric(nn, errors="coerce")
-    if as_num.notna().mean() > 0.95 and nunique > 2:
+    # strings / objects: numbers or dates written as text are read as the engine reads them
+    as_num = numbers_in_text(nn)
+    if as_num is not None:
         return "numeric", f"text holding numbers ({int(as_num.isna().sum())} not numeric)"
+    fmt = date_format(nn)
+    if fmt is not None:
+        return "numeric", f"dates as text ({fmt}; the engine expands them into numeric parts)"
     if nunique == 1:
         return "ignore", "constant"
     if nunique > 0.9 * len(nn) and len(nn) > 20:
@@ -167,8 +171,9 @@ def _example(s: pd.Series) -> str:
 def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame, list[str]]:
     """The table the model sees: ignored columns dropped, overridden columns re-read.
 
-    * numeric on a text column: values are parsed as numbers; every value that is not a
-      number is reported (and would be missing to the model).
+    * numeric on a text column: values are parsed as numbers, or as dates when the column holds
+      dates written one way; every value that does not parse is reported (and would be missing
+      to the model).
     * categorical on a numeric column: the values stay as they are, as a pandas category.
     The input frame is not modified. Returns (table, notes).
     """
@@ -180,11 +185,13 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         s = df[c]
         if t == "numeric" and not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_datetime64_any_dtype(s)) \
                 and not pd.api.types.is_bool_dtype(s):
-            num = pd.to_numeric(s, errors="coerce")
+            fmt = date_format(s)
+            num = pd.to_numeric(s, errors="coerce") if fmt is None else read_dates(s, fmt)
             bad = s.notna() & num.isna()
             if bad.any():
                 ex = ", ".join(repr(v) for v in s[bad].astype(str).unique()[:3])
-                notes.append(f"column {c!r}: {int(bad.sum())} values are not numbers (e.g. {ex}) and are treated as missing")
+                what = "numbers" if fmt is None else f"dates ({fmt})"
+                notes.append(f"column {c!r}: {int(bad.sum())} values are not {what} (e.g. {ex}) and are treated as missing")
             s = num
         elif t == "numeric" and pd.api.types.is_bool_dtype(s):
             s = s.astype(float)

@@ -477,9 +477,11 @@ class FEATImputer(TransformerMixin, _FEATBase):
         usable = [c.name for c in pre.plan_]
         steps = StepCounter(self.progress, len(columns))
         for c in columns:
-            known = table[c.name].notna().to_numpy()
+            # a numeric column is predicted as its numbers (read from text too, where it is text)
+            target = pd.Series(c.encode(table[c.name])[:, 0], index=table.index) if c.kind == "numeric" else table[c.name]
+            known = target.notna().to_numpy()
             rows = np.flatnonzero(frame[c.name].isna().to_numpy())
-            y = table[c.name][known]
+            y = target[known]
             X = table.loc[known, [n for n in usable if n != c.name]]
             query = frame.iloc[rows][[n for n in usable if n != c.name]]
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,

@@ -6,6 +6,9 @@
   (unordered, >= NOMINAL_MIN_LEVELS levels) are marked so that the estimators can replace their
   codes by in-context target statistics (`target_stats.py`);
 * datetimes: numeric parts (days since 1970, month, weekday, hour of day; constant parts dropped);
+* text columns that hold numbers or dates (at least TEXT_PARSE_SHARE of their values, as a CSV
+  with '?' or 'n/a' for missing, or ISO dates, gives them): read as numbers or dates, the values
+  that do not parse as missing, with a `FEATDataWarning` that names the column and what was read;
 * near-unique text/ID columns and constant columns: dropped with a `FEATDataWarning`;
 * NaN and +-inf: the engine's missing token (NaN).
 
@@ -29,6 +32,7 @@ CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
 NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
+TEXT_PARSE_SHARE = 0.95       # a text column is read as numbers (or dates) when this share of its values parse
 _EPOCH = pd.Timestamp("1970-01-01")
 
 
@@ -102,6 +106,56 @@ def unordered(s: pd.Series) -> bool:
     return _kind(s) == "categorical" and not ordered
 
 
+def _is_text(s: pd.Series) -> bool:
+    return (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)) \
+        and not isinstance(s.dtype, pd.CategoricalDtype)
+
+
+def numbers_in_text(s: pd.Series) -> pd.Series | None:
+    """A text column's values as numbers (NaN where one is not a number) when at least
+    TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct; else None."""
+    observed = s.dropna()
+    if not _is_text(s) or observed.empty:
+        return None
+    num = pd.to_numeric(observed.astype(str).str.strip(), errors="coerce")
+    if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2:
+        return None
+    return pd.to_numeric(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v), errors="coerce")
+
+
+def date_format(s: pd.Series) -> str | None:
+    """The strftime format of a text column whose observed values are dates written one way (guessed
+    from the first, month or day first, and at least TEXT_PARSE_SHARE of them parse with it), else None."""
+    observed = s.dropna()
+    if not _is_text(s) or observed.empty or numbers_in_text(s) is not None:
+        return None
+    first, values = str(observed.iloc[0]).strip(), observed.astype(str).str.strip()
+    best, share = None, 0.0
+    for dayfirst in (False, True):
+        fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
+        if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H")):   # a bare year is a number
+            continue
+        parsed = pd.to_datetime(values, format=fmt, errors="coerce").notna().mean()
+        if parsed > share:
+            best, share = fmt, parsed
+    return best if share >= TEXT_PARSE_SHARE else None
+
+
+def read_dates(s: pd.Series, fmt: str) -> pd.Series:
+    """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
+    return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
+                          format=fmt, errors="coerce")
+
+
+def _unparsed(s: pd.Series, parsed: pd.Series) -> str:
+    """'' or ', N values that are not (e.g. '?', 'n/a') are read as missing' for a text column read as parsed."""
+    bad = s.notna() & parsed.isna()
+    if not bad.any():
+        return ""
+    ex = ", ".join(repr(v) for v in s[bad].astype(str).unique()[:3])
+    return f"; {int(bad.sum())} values that do not parse (e.g. {ex}) are read as missing"
+
+
 def _numeric(s: pd.Series) -> np.ndarray:
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isfinite(v), v, np.nan)
@@ -130,6 +184,8 @@ class _Column:
     categories: pd.Index | None = None
     integer: bool = False                      # numeric with only whole values: round on inverse
     nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
+    text: bool = False                         # numbers or dates given as text (date_format for dates)
+    date_format: str | None = None
 
     def features(self) -> list[str]:
         return [f"{self.name}.{p}" for p in self.parts] if self.kind == "datetime" else [str(self.name)]
@@ -142,6 +198,8 @@ class _Column:
             codes = self.categories.get_indexer(s).astype(np.float64)     # -1: missing or unseen
             codes[codes < 0] = np.nan
             return codes[:, None]
+        if self.date_format is not None:
+            s = read_dates(s, self.date_format)
         return np.column_stack([_DATE_PARTS[p](s) for p in self.parts])
 
 
@@ -159,6 +217,11 @@ class TablePreprocessor:
         ids, constant = [], []
         for name in X.columns:
             col = self._plan(X[name])
+            if isinstance(col, _Column) and _is_text(X[name]) and col.kind != "categorical":
+                parsed = numbers_in_text(X[name]) if col.kind == "numeric" else read_dates(X[name], col.date_format)
+                how = "numbers" if col.kind == "numeric" else f"dates ({col.date_format})"
+                warnings.warn(f"column {name!r} holds {how} as text and is read as such{_unparsed(X[name], parsed)}",
+                              FEATDataWarning, stacklevel=3)
             if isinstance(col, str):
                 self.dropped_[name] = col
                 (ids if col == "near-unique text/ID" else constant).append(name)
@@ -182,19 +245,24 @@ class TablePreprocessor:
     def _plan(self, s: pd.Series) -> _Column | str:
         kind = _kind(s)
         observed = s.dropna()
+        fmt, text = None, False
+        if kind == "categorical" and numbers_in_text(s) is not None:
+            kind, text = "numeric", True
+        elif kind == "categorical" and (fmt := date_format(s)) is not None:
+            kind, text, observed = "datetime", True, read_dates(observed, fmt)
         if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
             n_unique = observed.nunique()
             if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):
                 return "near-unique text/ID"
         if kind == "datetime":
             parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
-            return _Column(s.name, kind, parts=parts) if "days" in parts else "constant"
+            return _Column(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
         if kind == "numeric":
             v = _numeric(s)
             v = v[np.isfinite(v)]
             if len(v) == 0 or np.all(v == v[0]):
                 return "constant"
-            return _Column(s.name, kind, integer=bool(np.all(v == np.round(v))))
+            return _Column(s.name, kind, integer=bool(np.all(v == np.round(v))), text=text)
         cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
         if observed.nunique() < 2:
             return "constant"
@@ -274,12 +342,14 @@ def _decode(c: _Column, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -> p
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
-        return pd.Series(np.round(v) if c.integer else v)
+        v = np.round(v) if c.integer else v
+        return pd.Series([f"{x:.0f}" if c.integer else f"{x:.6g}" for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
     lo, hi = mean[0] - CLIP * std[0], mean[0] + CLIP * std[0]      # keep dates within the clip range
-    return pd.Series(_EPOCH + pd.to_timedelta(np.round(np.clip(v, lo, hi) * 86400.0), unit="s"))
+    dates = pd.Series(_EPOCH + pd.to_timedelta(np.round(np.clip(v, lo, hi) * 86400.0), unit="s"))
+    return dates.dt.strftime(c.date_format).astype(object) if c.text else dates
 
 
 def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:

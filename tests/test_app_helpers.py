@@ -149,12 +149,14 @@ def test_detect_task_and_types():
     assert aio.detect_task(pd.Series(np.linspace(0, 1, 30)), "categorical") == "classification"
     df = pd.DataFrame({"id": range(1, 101), "num": np.random.default_rng(0).normal(size=100),
                        "cat": ["a", "b"] * 50, "const": 1, "text": [f"row {i}" for i in range(100)],
-                       "flag": [True, False] * 50})
+                       "flag": [True, False] * 50, "day": pd.date_range("2024-02-01", periods=100).strftime("%Y-%m-%d")})
     t = {c: v[0] for c, v in aio.detect_types(df).items()}
     assert t == {"id": "ignore", "num": "numeric", "cat": "categorical", "const": "ignore", "text": "ignore",
-                 "flag": "categorical"}
+                 "flag": "categorical", "day": "numeric"}
+    out, notes = aio.apply_schema(df, {"day": "numeric"})
+    assert pd.api.types.is_datetime64_any_dtype(out["day"]) and out["day"].iloc[1] == pd.Timestamp("2024-02-02")
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
-    assert schema.shape[0] == 6 and schema.set_index("column").loc["num", "use as"] == "ignore"
+    assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
 
 
 def test_apply_schema_reports_and_never_changes_input():

@@ -81,6 +81,27 @@ def test_datetime_expands_into_parts():
     assert raw["t.hour"].iloc[1] == 7.0 and raw["t.days"].iloc[0] == pytest.approx(18262.0)
 
 
+def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
+    n = 60
+    dates = pd.date_range("2021-01-01", periods=n, freq="D")
+    df = pd.DataFrame({"when": dates.strftime("%d/%m/%Y"), "x": [("?" if i == 4 else f"{i * 1.5:.1f}") for i in range(n)],
+                       "code": [f"{i % 2}" for i in range(n)], "word": ["2020-01-01"] * 30 + ["soon"] * 30})
+    with pytest.warns(FEATDataWarning) as rec:
+        pre = TablePreprocessor().fit(df)
+    text = " ".join(str(w.message) for w in rec)
+    assert "'when' holds dates (%d/%m/%Y)" in text and "'x' holds numbers" in text and "1 values" in text and "'?'" in text
+    # two distinct numbers stay levels, and a column with dates in only half its cells stays text
+    assert pre.feature_names_ == ["when.days", "when.month", "when.weekday", "x", "code", "word"]
+    raw = pre.encode(df)
+    assert raw["when.days"].iloc[0] == pytest.approx(18628.0) and raw["x"].iloc[3] == 4.5 and np.isnan(raw["x"].iloc[4])
+    # imputed cells are written back as text in the column's own format; observed cells keep their bytes
+    z = pre.transform(df)               # the model's values: here the true ones
+    df.loc[[2, 9], ["when", "x"]] = None
+    out = pre.inverse_transform(z, df)
+    assert out.loc[2, "when"] == "03/01/2021" and out.loc[2, "x"] == "3" and out.loc[4, "x"] == "?"
+    assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
+
+
 def test_id_and_constant_columns_are_dropped_with_a_warning_naming_them():
     n = 50
     df = pd.DataFrame({"user_id": [f"u{i:04d}" for i in range(n)], "k": 1.0, "x": np.arange(n) % 7.0,
