@@ -111,6 +111,11 @@ def _is_text(s: pd.Series) -> bool:
         and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
+def _stripped(s: pd.Series) -> pd.Series:
+    """A text column with the spaces around each value removed (missing cells kept)."""
+    return s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v)
+
+
 def numbers_in_text(s: pd.Series) -> pd.Series | None:
     """A text column's values as numbers (NaN where one is not a number) when at least
     TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct; else None."""
@@ -120,7 +125,7 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     num = pd.to_numeric(observed.astype(str).str.strip(), errors="coerce")
     if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2:
         return None
-    return pd.to_numeric(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v), errors="coerce")
+    return pd.to_numeric(_stripped(s), errors="coerce")
 
 
 def date_format(s: pd.Series) -> str | None:
@@ -143,12 +148,11 @@ def date_format(s: pd.Series) -> str | None:
 
 def read_dates(s: pd.Series, fmt: str) -> pd.Series:
     """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
-    return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
-                          format=fmt, errors="coerce")
+    return pd.to_datetime(_stripped(s), format=fmt, errors="coerce")
 
 
 def _unparsed(s: pd.Series, parsed: pd.Series) -> str:
-    """'' or ', N values that are not (e.g. '?', 'n/a') are read as missing' for a text column read as parsed."""
+    """For a text column s read as `parsed`: '; N values that do not parse (e.g. '?') are read as missing', or ''."""
     bad = s.notna() & parsed.isna()
     if not bad.any():
         return ""
