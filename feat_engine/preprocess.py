@@ -118,12 +118,14 @@ def _stripped(s: pd.Series) -> pd.Series:
 
 def numbers_in_text(s: pd.Series) -> pd.Series | None:
     """A text column's values as numbers (NaN where one is not a number) when at least
-    TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct; else None."""
+    TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct and none
+    written with a leading zero (zip codes, product codes: labels, not quantities); else None."""
     observed = s.dropna()
     if not _is_text(s) or observed.empty:
         return None
-    num = pd.to_numeric(observed.astype(str).str.strip(), errors="coerce")
-    if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2:
+    values = observed.astype(str).str.strip()
+    num = pd.to_numeric(values, errors="coerce")
+    if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or values.str.match(r"[+-]?0\d").any():
         return None
     return pd.to_numeric(_stripped(s), errors="coerce")
 

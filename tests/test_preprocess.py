@@ -85,13 +85,15 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     n = 60
     dates = pd.date_range("2021-01-01", periods=n, freq="D")
     df = pd.DataFrame({"when": dates.strftime("%d/%m/%Y"), "x": [("?" if i == 4 else f"{i * 1.5:.1f}") for i in range(n)],
-                       "code": [f"{i % 2}" for i in range(n)], "word": ["2020-01-01"] * 30 + ["soon"] * 30})
+                       "code": [f"{i % 2}" for i in range(n)], "zip": [f"{i % 7:05d}" for i in range(n)], "word": ["2020-01-01"] * 30 + ["soon"] * 30})
     with pytest.warns(FEATDataWarning) as rec:
         pre = TablePreprocessor().fit(df)
     text = " ".join(str(w.message) for w in rec)
     assert "'when' holds dates (%d/%m/%Y)" in text and "'x' holds numbers" in text and "1 values" in text and "'?'" in text
-    # two distinct numbers stay levels, and a column with dates in only half its cells stays text
-    assert pre.feature_names_ == ["when.days", "when.month", "when.weekday", "x", "code", "word"]
+    # two distinct numbers stay levels, so do codes with leading zeros, and a column with dates in
+    # only half its cells stays text
+    assert pre.feature_names_ == ["when.days", "when.month", "when.weekday", "x", "code", "zip", "word"]
+    assert [c.kind for c in pre.plan_][-3:] == ["categorical"] * 3
     raw = pre.encode(df)
     assert raw["when.days"].iloc[0] == pytest.approx(18628.0) and raw["x"].iloc[3] == 4.5 and np.isnan(raw["x"].iloc[4])
     # imputed cells are written back as text in the column's own format; observed cells keep their bytes
