@@ -223,7 +223,7 @@ class TablePreprocessor:
         ids, constant = [], []
         for name in X.columns:
             col = self._plan(X[name])
-            if isinstance(col, _Column) and _is_text(X[name]) and col.kind != "categorical":
+            if isinstance(col, _Column) and col.text:
                 parsed = numbers_in_text(X[name]) if col.kind == "numeric" else read_dates(X[name], col.date_format)
                 how = "numbers" if col.kind == "numeric" else f"dates ({col.date_format})"
                 warnings.warn(f"column {name!r} holds {how} as text and is read as such{_unparsed(X[name], parsed)}",
