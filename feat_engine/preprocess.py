@@ -111,11 +111,6 @@ def _is_text(s: pd.Series) -> bool:
         and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
-def _stripped(s: pd.Series) -> pd.Series:
-    """A text column with the spaces around each value removed (missing cells kept)."""
-    return s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v)
-
-
 def numbers_in_text(s: pd.Series) -> pd.Series | None:
     """A text column's values as numbers (NaN where one is not a number) when at least
     TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct and none
@@ -127,19 +122,22 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     num = pd.to_numeric(values, errors="coerce")
     if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or values.str.match(r"[+-]?0\d").any():
         return None
-    return pd.to_numeric(_stripped(s), errors="coerce")
+    return num.reindex(s.index)
 
 
 def date_format(s: pd.Series) -> str | None:
     """The strftime format of a text column whose observed values are dates written one way (guessed
-    from the first, month or day first, and at least TEXT_PARSE_SHARE of them parse with it), else None."""
+    from the first, month or day first, and at least TEXT_PARSE_SHARE of them parse with it), else None.
+    Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not dates."""
     observed = s.dropna()
-    if not _is_text(s) or observed.empty or numbers_in_text(s) is not None:
+    if not _is_text(s) or observed.empty:
         return None
     first, values = str(observed.iloc[0]).strip(), observed.astype(str).str.strip()
     best, share = None, 0.0
     for dayfirst in (False, True):
-        fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
+        with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
+            warnings.simplefilter("ignore", UserWarning)
+            fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
         if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H")):   # a bare year is a number
             continue
         parsed = pd.to_datetime(values, format=fmt, errors="coerce").notna().mean()
@@ -150,7 +148,8 @@ def date_format(s: pd.Series) -> str | None:
 
 def read_dates(s: pd.Series, fmt: str) -> pd.Series:
     """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
-    return pd.to_datetime(_stripped(s), format=fmt, errors="coerce")
+    return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
+                          format=fmt, errors="coerce")
 
 
 def _unparsed(s: pd.Series, parsed: pd.Series) -> str:
@@ -223,11 +222,6 @@ class TablePreprocessor:
         ids, constant = [], []
         for name in X.columns:
             col = self._plan(X[name])
-            if isinstance(col, _Column) and col.text:
-                parsed = numbers_in_text(X[name]) if col.kind == "numeric" else read_dates(X[name], col.date_format)
-                how = "numbers" if col.kind == "numeric" else f"dates ({col.date_format})"
-                warnings.warn(f"column {name!r} holds {how} as text and is read as such{_unparsed(X[name], parsed)}",
-                              FEATDataWarning, stacklevel=3)
             if isinstance(col, str):
                 self.dropped_[name] = col
                 (ids if col == "near-unique text/ID" else constant).append(name)
@@ -251,11 +245,17 @@ class TablePreprocessor:
     def _plan(self, s: pd.Series) -> _Column | str:
         kind = _kind(s)
         observed = s.dropna()
-        fmt, text = None, False
-        if kind == "categorical" and numbers_in_text(s) is not None:
-            kind, text = "numeric", True
+        fmt, parsed = None, None
+        if kind == "categorical" and (parsed := numbers_in_text(s)) is not None:
+            kind = "numeric"
         elif kind == "categorical" and (fmt := date_format(s)) is not None:
-            kind, text, observed = "datetime", True, read_dates(observed, fmt)
+            kind, parsed = "datetime", read_dates(s, fmt)
+            observed = parsed.dropna()
+        text = parsed is not None
+        if text:
+            how = "numbers" if kind == "numeric" else f"dates ({fmt})"
+            warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
+                          FEATDataWarning, stacklevel=4)
         if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
             n_unique = observed.nunique()
             if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):

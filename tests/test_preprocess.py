@@ -104,6 +104,15 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
+def test_iso_dates_as_text_give_only_our_warning():
+    df = pd.DataFrame({"day": pd.date_range("2022-05-20", periods=40).strftime("%Y-%m-%d"), "x": np.arange(40.0)})
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        pre = TablePreprocessor().fit(df)
+    assert [w.category for w in rec] == [FEATDataWarning] and "%Y-%m-%d" in str(rec[0].message)
+    assert pre.feature_names_[0] == "day.days"
+
+
 def test_id_and_constant_columns_are_dropped_with_a_warning_naming_them():
     n = 50
     df = pd.DataFrame({"user_id": [f"u{i:04d}" for i in range(n)], "k": 1.0, "x": np.arange(n) % 7.0,
