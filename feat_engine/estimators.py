@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
-from .inference import run
+from .inference import map_runs, run
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
@@ -242,11 +242,11 @@ class _InContextBase(_FEATBase):
 
     def _in_context(
         self, m: Member, route: np.ndarray | None, y: np.ndarray, xq: np.ndarray, cq: np.ndarray,
-        call: Call, stats: bool = True, regression: bool = False,
+        call: Call, steps: StepCounter, stats: bool = True, regression: bool = False,
     ) -> np.ndarray:
         """Member m's output for every query row: target statistics against the run's labels y
         (all context rows), the member's features, then one `call` on the whole context or one
-        per local part that some query row is routed to."""
+        per local part that some query row is routed to, the parts on all cores (`map_runs`)."""
         ctx, yr = self.context_[m.rows], y[m.rows]
         if stats:
             ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
@@ -257,12 +257,14 @@ class _InContextBase(_FEATBase):
             return call(ctx, yr, q, "")
         order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
         parts, starts = np.unique(route[order], return_index=True)
-        out = None
-        for j, (p, sel) in enumerate(zip(parts, np.split(order, starts[1:]))):
-            rows = m.local.parts[p]
-            r = _read_part(call, ctx[rows], yr[rows], q[sel], regression, f", part {j + 1}/{len(parts)}")
-            if out is None:
-                out = np.empty((len(q),) + r.shape[1:], r.dtype)
+        sels = np.split(order, starts[1:])
+
+        def read(j: int) -> np.ndarray:
+            rows = m.local.parts[parts[j]]
+            return _read_part(call, ctx[rows], yr[rows], q[sels[j]], regression, f", part {j + 1}/{len(parts)}")
+        outs = map_runs(read, range(len(parts)), self.device, steps.flush)
+        out = np.empty((len(q),) + outs[0].shape[1:], outs[0].dtype)
+        for sel, r in zip(sels, outs):
             out[sel] = r
         return out
 
@@ -354,11 +356,11 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
                 return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self._engine(),
                                                               steps.callback(label + part))
             if one_run:
-                proba += self._in_context(m, route, self.y_, xq, cq, call(k, name), stats=k == 2)
+                proba += self._in_context(m, route, self.y_, xq, cq, call(k, name), steps, stats=k == 2)
             else:
                 scores = np.stack([
                     self._in_context(m, route, (self.y_ == c).astype(np.int64), xq, cq,
-                                     call(2, f"{name}, class {c + 1}/{k}"))[:, 1]
+                                     call(2, f"{name}, class {c + 1}/{k}"), steps)[:, 1]
                     for c in range(k)], axis=1)
                 proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
@@ -403,7 +405,7 @@ class FEATRegressor(RegressorMixin, _InContextBase):
             name = f"member {m.index + 1}/{len(members)}"
             pred += self._in_context(m, route, self.y_, xq, cq, lambda ctx, y, q, part: run(
                 model, ctx, y, q, "regression", column_ids=m.column_ids(model),
-                progress=steps.callback(name + part), **self._engine()).pred, regression=True)
+                progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)
         return self.scaler_.inverse_transform(pred / len(members))
 
 

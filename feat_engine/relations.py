@@ -31,7 +31,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from .ensemble import Progress, StepCounter, plan_members, resolve_model
-from .inference import run
+from .inference import map_runs, run
 from .model import FEAT
 from .preprocess import (
     ClassEncoder, FEATInputError, TablePreprocessor, TargetScaler, as_frame, infer_task, target_rows,
@@ -124,14 +124,15 @@ def dependence_matrix(
         inputs[:, -1] = (t - t.mean()) / (t.std() or 1.0)
     steps = StepCounter(progress, d)
     ids = model.column_ids(1, d - 1, seed=random_state)      # one S-DFE draw for every column's run
-    out = np.zeros((d, d))
-    for i in range(d):
+
+    def priced(i: int) -> np.ndarray | None:
+        """How much worse column i is predicted without each other column (None: too few values to tell)."""
         others = np.delete(np.arange(d), i)
         ctx = c[np.isfinite(z[c, i])]
         qi = q[np.isfinite(z[q, i])]
         say = steps.callback(f"column {i + 1}/{d} ({names[i]})")
         if len(ctx) < 4 or len(qi) == 0 or (not is_class[i] and np.nanstd(z[ctx, i]) == 0):
-            continue
+            return None
         xq = np.repeat(inputs[qi][:, others][None], d, axis=0)          # copy 0 whole, copy k + 1 without column k
         for k in range(d - 1):
             xq[k + 1, :, k] = np.nan
@@ -148,7 +149,12 @@ def dependence_matrix(
             res = run(model, inputs[ctx][:, others], (z[ctx, i] - mu) / sd, xq, "regression",
                       column_ids=ids, device=device, progress=say)
             loss = ((res.pred.reshape(d, len(qi)) - (z[qi, i] - mu) / sd) ** 2).mean(-1)
-        out[i, others] = np.maximum(loss[1:] - loss[0], 0.0)
+        return np.maximum(loss[1:] - loss[0], 0.0)
+
+    out = np.zeros((d, d))
+    for i, row in enumerate(map_runs(priced, range(d), device, steps.flush)):       # the columns on all cores
+        if row is not None:
+            out[i, np.delete(np.arange(d), i)] = row
     return pd.DataFrame(out, index=names, columns=names)
 
 

@@ -360,3 +360,48 @@ def test_label_only_last_block_equals_the_full_pass(model, task):
     assert maxdiff(cut_h[:, :, 0], full_h[:, :, -1]) < TOL
     key = 0 if task == "classification" else 1
     assert maxdiff(cut[key], full[key]) < TOL
+
+
+def test_map_runs_keeps_order_shares_the_threads_and_restores_them():
+    """Runs on worker threads: results in the items' order, one torch thread each on two, an error raised in
+    the caller, and the caller's thread count back afterwards, also for threads started later."""
+    import threading
+    from feat_engine.inference import map_runs
+
+    def later_thread_count() -> int:
+        out = []
+        t = threading.Thread(target=lambda: out.append(torch.get_num_threads()))
+        t.start(), t.join()
+        return out[0]
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        seen = map_runs(lambda i: (i, threading.get_ident(), torch.get_num_threads()), range(8), device="cpu")
+        assert [i for i, _, _ in seen] == list(range(8))
+        assert {n for _, _, n in seen} == {1} and threading.get_ident() not in {t for _, t, _ in seen}
+        assert torch.get_num_threads() == 2 and later_thread_count() == 2
+        with pytest.raises(ZeroDivisionError):
+            map_runs(lambda i: 1 / (i - 3), range(8), device="cpu")
+        assert torch.get_num_threads() == 2 and later_thread_count() == 2
+        torch.set_num_threads(1)                                  # one thread: the caller runs them in turn
+        assert {t for _, t, _ in map_runs(lambda i: (i, threading.get_ident(), 0), range(3))} == {threading.get_ident()}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_step_counter_reports_workers_progress_on_its_own_thread_and_never_back():
+    import threading
+    from feat_engine.ensemble import StepCounter
+    seen = []
+    steps = StepCounter(lambda d, t, m: seen.append((d / t, m, threading.get_ident())), 4)
+    cbs = [steps.callback(f"part {i}") for i in range(4)]
+    worker = threading.Thread(target=lambda: [cbs[2](k, 2, "block") for k in range(3)])
+    worker.start(), worker.join()
+    assert seen == []                                             # nothing from a worker's thread
+    steps.flush()
+    assert seen == [(6 / 8, "part 2: block", threading.get_ident())]
+    cbs[0](1, 2, "block")                                         # an earlier run's late report: not shown
+    steps.flush()
+    cbs[3](1, 2, "block")                                         # on the counter's own thread: at once
+    assert seen[1:] == [(7 / 8, "part 3: block", threading.get_ident())]

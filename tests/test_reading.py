@@ -295,3 +295,29 @@ def test_auto_reading_scores_classes_by_the_log_loss_of_the_true_class(monkeypat
     p = FEATClassifier(n_estimators=1, random_state=0, local_context=None).fit(X.iloc[:200], clf.y_[:200]) \
         .predict_proba(X.iloc[200:])
     np.testing.assert_allclose(loss, -np.log(np.clip(p[np.arange(40), clf.y_[200:]], 1e-6, 1)))
+
+
+@pytest.mark.parametrize("Est", [FEATRegressor, FEATClassifier])
+def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
+    """The parts of a long context run two at a time on two threads (`map_runs`): the same predictions as
+    one part at a time, and progress only ever reaches the caller on its own thread."""
+    import threading
+    import torch
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 4))
+    y = X[:, 0] + np.sin(3 * X[:, 1])
+    y = y if Est is FEATRegressor else (y > 0).astype(int)
+    before, got = torch.get_num_threads(), {}
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            said = []
+            est = Est(n_estimators=1, local_context=64,
+                      progress=lambda d, t, m: said.append((d / t, threading.get_ident()))).fit(X[:600], y[:600])
+            got[threads] = est.predict(X[600:]) if Est is FEATRegressor else est.predict_proba(X[600:])
+            fracs = [f for f, _ in said]
+            assert {t for _, t in said} == {threading.get_ident()} and fracs == sorted(fracs) and fracs[-1] == 1.0
+    finally:
+        torch.set_num_threads(before)
+    assert len(np.unique(est.members_[0].local.route(est.preprocessor_.transform(pd.DataFrame(X[600:]))))) > 2
+    np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
