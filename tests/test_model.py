@@ -201,19 +201,28 @@ def test_returning_attention_does_not_change_outputs(model):
 
 
 def test_feature_attention_weights_are_the_softmax():
-    """Inference runs the fused kernel, training and attention maps the explicit softmax: same output."""
+    """The written-out attention equals PyTorch's fused kernel and softmax, with and without gradients;
+    returning the weights changes nothing."""
+    import torch.nn.functional as F
+    from feat_engine.model.feature_attn import softmax_last
     torch.manual_seed(1)
     fa = FeatureAttention(SMALL).eval()
     x = torch.randn(3, 5, 6, 32)
-    y_train, _ = fa(x)                          # gradients on: the explicit path
+    y_train, _ = fa(x)
     with torch.no_grad():
-        y0, w0 = fa(x)                          # the fused path
-        y1, w1 = fa(x, return_attention=True)   # the explicit path
-        q, k, _ = fa.qkv(fa.norm1(x)).view(3, 5, 6, 3, 4, 8).unbind(3)
+        y0, w0 = fa(x)
+        y1, w1 = fa(x, return_attention=True)
+        q, k, v = fa.qkv(fa.norm1(x)).view(3, 5, 6, 3, 4, 8).unbind(3)
         ref = torch.softmax(torch.einsum("bnihe,bnjhe->bnhij", q, k) / 8 ** 0.5, -1)
+        a = F.scaled_dot_product_attention(*(t.transpose(2, 3) for t in (q, k, v))).transpose(2, 3).reshape(3, 5, 6, 32)
+        x1 = x + fa.proj(a)
+        y_ref = x1 + fa.ffn(fa.norm2(x1))
     assert w0 is None and w1.shape == (3, 5, 4, 6, 6)
-    assert maxdiff(y0, y1) < TOL and maxdiff(y0, y_train.detach()) < TOL
+    assert maxdiff(y0, y_ref) < TOL and maxdiff(y1, y_ref) < TOL and maxdiff(y_train.detach(), y_ref) < TOL
     assert maxdiff(w1, ref) < 1e-6
+    s = torch.randn(4, 7, 11) * 30
+    s[0, 0] = torch.tensor([1e4] + [-1e4] * 10)                   # far apart: no overflow
+    assert maxdiff(softmax_last(s), torch.softmax(s, -1)) < 1e-6
 
 
 # -- shapes and dtypes -------------------------------------------------------------------
