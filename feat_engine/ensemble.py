@@ -152,7 +152,9 @@ class StepCounter:
         return cb
 
     def flush(self) -> None:
-        """Hand the latest report to `progress`, on the calling thread (the counter's own)."""
+        """Hand the latest report to `progress`; only on the counter's own thread (elsewhere it does nothing)."""
+        if threading.get_ident() != self._owner:
+            return
         with self._lock:
             report, self._pending = self._pending, None
         if report is not None and self.progress is not None:

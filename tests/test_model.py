@@ -405,9 +405,9 @@ def test_step_counter_reports_workers_progress_on_its_own_thread_and_never_back(
     seen = []
     steps = StepCounter(lambda d, t, m: seen.append((d / t, m, threading.get_ident())), 4)
     cbs = [steps.callback(f"part {i}") for i in range(4)]
-    worker = threading.Thread(target=lambda: [cbs[2](k, 2, "block") for k in range(3)])
+    worker = threading.Thread(target=lambda: [cbs[2](k, 2, "block") for k in range(3)] + [steps.flush()])
     worker.start(), worker.join()
-    assert seen == []                                             # nothing from a worker's thread
+    assert seen == []                                             # nothing from a worker's thread, flush included
     steps.flush()
     assert seen == [(6 / 8, "part 2: block", threading.get_ident())]
     cbs[0](1, 2, "block")                                         # an earlier run's late report: not shown
