@@ -102,7 +102,8 @@ class TrainConfig:
     warmup_steps: int = 200
     clip: float = 1.0
     huber_delta: float = 1.0
-    bf16: bool = True              # bf16 autocast, where the CPU multiplies bf16 natively (else fp32)
+    bf16: bool = True              # bf16 autocast on a GPU, or where the CPU multiplies bf16 natively (else fp32)
+    device: str = "auto"           # "cpu", "cuda" or "auto" (a GPU where there is one)
     seed: int = 0
     workers: int = 1
     checkpoint_minutes: float = 5.0

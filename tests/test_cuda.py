@@ -70,3 +70,31 @@ def test_afbm_auto_backend_matches_cpu(need_cuda):
         out, (sf_g, sb_g) = m.cuda().context(u.cuda(), backend="auto")
     assert rel_err(out.cpu(), ref) < 1e-3
     assert rel_err(sf_g.cpu(), sf) < 1e-3 and rel_err(sb_g.cpu(), sb) < 1e-3
+
+
+@pytest.mark.cuda
+def test_training_on_the_gpu_resumes_on_the_cpu(tmp_path, monkeypatch):
+    """The trainer runs the same code on a GPU (bf16 autocast there); its last.pt continues on the CPU, and the
+    log and the checkpoint's meta say how long each device trained. Needs CUDA, not mamba-ssm."""
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA is not available (torch.cuda.is_available() is False)")
+    import json
+    from feat_engine.config import TrainConfig
+    from feat_engine.train.loop import Trainer
+    try:
+        from .test_train import TINY
+    except ImportError:
+        from test_train import TINY
+    monkeypatch.setenv("FEAT_SHARED_DIR", "/nonexistent")           # no development tables: no evaluation
+    gpu = Trainer(TrainConfig.from_dict({**TINY, "bf16": True, "device": "cuda", "out_dir": str(tmp_path / "gpu")}))
+    assert gpu.bf16 and next(gpu.model.parameters()).is_cuda
+    gpu.cfg.max_steps = 3
+    gpu.fit()
+    cpu = Trainer(TrainConfig.from_dict({**TINY, "device": "cpu", "out_dir": str(tmp_path / "cpu")}),
+                  resume=str(tmp_path / "gpu" / "last.pt"))
+    assert cpu.step == 3 and not next(cpu.model.parameters()).is_cuda
+    cpu.cfg.max_steps = 5
+    cpu.fit()
+    assert cpu.step == 5 and {k.split(":")[0] for k in cpu.seconds_on} == {"cuda", "cpu"}
+    starts = [json.loads(line) for line in (tmp_path / "gpu" / "log.jsonl").read_text().splitlines()]
+    assert any(r.get("event") == "start" and r["device"].startswith("cuda:") for r in starts)

@@ -162,3 +162,26 @@ def test_bf16_falls_back_to_fp32_with_a_warning_without_native_bf16(tmp_path, mo
     monkeypatch.setattr(loop, "native_bf16", lambda: True)
     assert loop.Trainer(cfg).bf16 is True
     assert loop.Trainer(TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "off")})).bf16 is False
+
+
+def test_the_run_counts_its_time_per_device_and_keeps_the_count_on_resume(tmp_path, monkeypatch):
+    """The log's start line names the device; last.pt and best.pt's meta carry the seconds per device, and a
+    last.pt from before devices were counted resumes with its time counted as CPU time."""
+    import json
+    from feat_engine.train.loop import Trainer
+    monkeypatch.setenv("FEAT_SHARED_DIR", "/nonexistent")           # no development tables: no evaluation
+    cfg = TrainConfig.from_dict({**TINY, "device": "auto", "max_steps": 2, "out_dir": str(tmp_path / "run")})
+    t = Trainer(cfg)
+    assert t.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    t.fit()
+    (key, secs), = t.seconds_on.items()
+    assert key.startswith(t.device.type + ": ") and 0 < secs == pytest.approx(t.train_seconds)
+    start = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])
+    assert start["event"] == "start" and start["device"] == key
+    st = torch.load(tmp_path / "run" / "last.pt", weights_only=False)
+    assert st["seconds_on"] == {key: secs}
+    assert t._meta({})["hours_on"] == {key: secs / 3600}
+    del st["seconds_on"]                                          # a last.pt written before this change
+    torch.save(st, tmp_path / "old.pt")
+    again = Trainer(cfg, resume=str(tmp_path / "old.pt"))
+    assert again.seconds_on == {"cpu": st["train_seconds"]} and again.step == 2

@@ -133,20 +133,21 @@ def baseline_scores(tasks: list[EvalTask]) -> dict[str, dict[str, float]]:
 
 
 def feat_scores(model: FEAT, tasks: list[EvalTask], bf16: bool = False) -> dict[str, float]:
-    """Zero-shot FEAT (one pass, seeded S-DFE) on each task."""
+    """Zero-shot FEAT (one pass, seeded S-DFE) on each task, on the device the model is on."""
     from ..config import InferenceConfig
 
+    device = next(model.parameters()).device
     out = {}
     for t in tasks:
         if t.task == "classification":
-            r = run(model, t.x_ctx, t.y_ctx, t.x_q, "classification", t.n_classes, device="cpu",
+            r = run(model, t.x_ctx, t.y_ctx, t.x_q, "classification", t.n_classes, device=device,
                     cfg=InferenceConfig(autocast_bf16=bf16))
             logits = r.logits[:, :t.n_classes]
             p = np.exp(logits - logits.max(1, keepdims=True))
             out[t.name] = _score(t, p / p.sum(1, keepdims=True))
         else:
             mu, sd = t.y_ctx.mean(), t.y_ctx.std() + 1e-12
-            r = run(model, t.x_ctx, (t.y_ctx - mu) / sd, t.x_q, "regression", device="cpu",
+            r = run(model, t.x_ctx, (t.y_ctx - mu) / sd, t.x_q, "regression", device=device,
                     cfg=InferenceConfig(autocast_bf16=bf16))
             out[t.name] = _score(t, r.pred * sd + mu)
     return out
@@ -168,14 +169,14 @@ def synthetic_suite(model: FEAT, n_batches: int = 8, cfg: PriorConfig | None = N
     cfg = cfg or PriorConfig(p_real=0.0)
     was = model.training
     model.eval()
+    on = lambda a: torch.from_numpy(a).to(next(model.parameters()).device)  # noqa: E731
     acc: dict[str, list[float]] = {}
     for i in range(n_batches):
         b = make_batch(SYNTH_SEED, i, cfg, None)
-        x = torch.from_numpy(b.x)
-        y_ctx = None if b.task is None else torch.from_numpy(b.y[:, :b.n_ctx])
-        out = model(x, y_ctx, b.task, torch.from_numpy(b.n_classes))
-        yq = None if b.task is None else torch.from_numpy(b.y[:, b.n_ctx:])
-        _, terms = feat_loss(out, yq, b.task, torch.from_numpy(b.x_true), torch.from_numpy(b.recon))
+        y_ctx = None if b.task is None else on(b.y[:, :b.n_ctx])
+        out = model(on(b.x), y_ctx, b.task, on(b.n_classes))
+        yq = None if b.task is None else on(b.y[:, b.n_ctx:])
+        _, terms = feat_loss(out, yq, b.task, on(b.x_true), on(b.recon))
         if b.task == "classification":
             terms["acc"] = float((out.logits.argmax(-1) == yq.long()).float().mean())
         for k, v in terms.items():

@@ -1,7 +1,7 @@
 """The pretraining loop: schedule-free AdamW with warmup and clipping, optional bf16
-autocast, checkpoints every few minutes that resume exactly, JSONL logs, evaluation
-that keeps the best checkpoint by the real-table score, and data parallelism under
-torchrun (gloo on CPU).
+autocast, checkpoints every few minutes that resume exactly (on the CPU or a GPU, and from
+one to the other), JSONL logs that say on which device the steps ran, evaluation that keeps
+the best checkpoint by the real-table score, and data parallelism under torchrun (gloo on CPU).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config import TrainConfig
-from ..inference import cpu_name, native_bf16
+from ..inference import cpu_name, native_bf16, resolve_device
 from ..model import FEAT
 from ..model.afbm import AFBM
 from ..prior.batches import Batch, BatchStream
@@ -29,11 +29,16 @@ from .evaluate import baseline_scores, evaluate, real_eval_tasks, summarise
 from .losses import feat_loss
 
 
-def _tensors(b: Batch):
-    x = torch.from_numpy(b.x)
-    y_ctx = None if b.task is None else torch.from_numpy(b.y[:, :b.n_ctx])
-    y_q = None if b.task is None else torch.from_numpy(b.y[:, b.n_ctx:])
-    return x, y_ctx, y_q, torch.from_numpy(b.x_true), torch.from_numpy(b.recon), torch.from_numpy(b.n_classes)
+def _tensors(b: Batch, device: torch.device):
+    on = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    y_ctx = None if b.task is None else on(b.y[:, :b.n_ctx])
+    y_q = None if b.task is None else on(b.y[:, b.n_ctx:])
+    return on(b.x), y_ctx, y_q, on(b.x_true), on(b.recon), on(b.n_classes)
+
+
+def device_name(device: torch.device) -> str:
+    """'cpu: <model name>' or 'cuda: <GPU name>': the key under which a run counts its training time."""
+    return f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else f"cpu: {cpu_name()}"
 
 
 class Trainer:
@@ -47,20 +52,22 @@ class Trainer:
             dist.init_process_group("gloo")
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        self.bf16 = cfg.bf16 and native_bf16()
+        self.device = resolve_device(cfg.device)
+        self.bf16 = cfg.bf16 and (self.device.type == "cuda" or native_bf16())
         if cfg.bf16 and not self.bf16:
             warnings.warn("bf16: true, but this CPU has no native bf16 matmuls (AMX or AVX512-BF16), "
                           "where autocast is far slower than fp32: training in fp32", stacklevel=2)
         torch.manual_seed(cfg.seed + self.rank)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.model = FEAT(cfg.model)
+        self.model = FEAT(cfg.model).to(self.device)
         self.net = DistributedDataParallel(self.model, find_unused_parameters=True) if self.world > 1 else self.model
         self.opt = schedulefree.AdamWScheduleFree(
             self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps)
         self.step = 0
         self.tables_seen = 0
         self.train_seconds = 0.0
+        self.seconds_on: dict[str, float] = {}     # training seconds per device_name
         self.best = -float("inf")
         if resume:
             self._load(resume)
@@ -70,8 +77,8 @@ class Trainer:
     # -- checkpoints -------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
-                "tables_seen": self.tables_seen, "train_seconds": self.train_seconds, "best": self.best,
-                "torch_rng": torch.get_rng_state(), "config": self.cfg.to_dict()}
+                "tables_seen": self.tables_seen, "train_seconds": self.train_seconds, "seconds_on": self.seconds_on,
+                "best": self.best, "torch_rng": torch.get_rng_state(), "config": self.cfg.to_dict()}
 
     def save_last(self) -> None:
         """Atomic write of everything needed to continue exactly."""
@@ -87,6 +94,7 @@ class Trainer:
         self.opt.load_state_dict(st["opt"])
         self.step, self.tables_seen = st["step"], st["tables_seen"]
         self.train_seconds, self.best = st.get("train_seconds", 0.0), st.get("best", -float("inf"))
+        self.seconds_on = st.get("seconds_on") or {"cpu": self.train_seconds}   # runs before devices were counted
         torch.set_rng_state(st["torch_rng"])
 
     def _init_from(self, path: str) -> None:
@@ -102,11 +110,14 @@ class Trainer:
                     blk.mixer.slow_down(self.cfg.model.slow_heads)
         self.step, self.tables_seen = int(meta.get("step", 0)), int(meta.get("tables_seen", 0))
         self.train_seconds = float(meta.get("train_hours", 0.0)) * 3600
+        self.seconds_on = {k: h * 3600 for k, h in (meta.get("hours_on") or {"cpu": meta.get("train_hours", 0.0)}).items()}
 
     def _meta(self, scores: dict[str, float]) -> dict[str, Any]:
+        cpu_seconds = sum(v for k, v in self.seconds_on.items() if k.startswith("cpu"))
         return {"name": "feat-small", "step": self.step, "tables_seen": self.tables_seen,
-                "cpu_hours": self.train_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
-                "train_hours": self.train_seconds / 3600, "scores": scores, "prior": self.cfg.prior.to_dict()}
+                "cpu_hours": cpu_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
+                "train_hours": self.train_seconds / 3600, "hours_on": {k: v / 3600 for k, v in self.seconds_on.items()},
+                "scores": scores, "prior": self.cfg.prior.to_dict()}
 
     def log(self, rec: dict[str, Any]) -> None:
         if self.rank:
@@ -116,10 +127,10 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def train_step(self, b: Batch) -> dict[str, float]:
-        x, y_ctx, y_q, x_true, recon, n_cls = _tensors(b)
+        x, y_ctx, y_q, x_true, recon, n_cls = _tensors(b, self.device)
         self.model.train()
         self.opt.train()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             out = self.net(x, y_ctx, b.task, n_cls)
         loss, terms = feat_loss(out, y_q, b.task, x_true, recon, self.cfg.huber_delta)
         self.opt.zero_grad(set_to_none=True)
@@ -144,7 +155,8 @@ class Trainer:
         stream = BatchStream(cfg.seed, self.step, cfg.prior, cfg.workers, stride=self.world, offset=self.rank,
                              use_real=refs is not None)
         tasks = real_eval_tasks() if self.rank == 0 else []
-        self.log({"event": "start", "step": self.step, "tables_seen": self.tables_seen, "cpu": cpu_name(),
+        where = device_name(self.device)
+        self.log({"event": "start", "step": self.step, "tables_seen": self.tables_seen, "device": where, "cpu": cpu_name(),
                   "threads": torch.get_num_threads(), "world": self.world, "precision": "bf16" if self.bf16 else "fp32",
                   "eval_tables": [t.name for t in tasks], "prior": cfg.prior.to_dict()})
         if self.rank == 0 and tasks:          # every start, so each log carries its reference lines
@@ -163,7 +175,9 @@ class Trainer:
                 terms = self.train_step(b)
                 self.step += 1
                 self.tables_seen += b.x.shape[0] * self.world
-                self.train_seconds += time.time() - t0
+                took = time.time() - t0
+                self.train_seconds += took
+                self.seconds_on[where] = self.seconds_on.get(where, 0.0) + took
                 window.append({**terms, "data_s": t_data, "tables": b.x.shape[0], "rows": b.x.shape[1], "feats": b.x.shape[2]})
                 if self.step % 25 == 0:
                     dt = time.time() - t_window
