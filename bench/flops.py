@@ -43,15 +43,18 @@ def flop_per_token(cfg: ModelConfig = ModelConfig(), d: int = 10, n: int = 2048,
 
 
 def matmul_gflops(dtype: torch.dtype = torch.float32, m: int = 4096, k: int = 1024, n: int = 1024,
-                  seconds: float = 2.0) -> float:
-    """Measured GFLOP/s of an (m, k) x (k, n) matmul in `dtype` on this process's CPU threads: the best
-    of repeated calls over about `seconds`."""
-    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+                  seconds: float = 2.0, device: str = "cpu") -> float:
+    """Measured GFLOP/s of an (m, k) x (k, n) matmul in `dtype` on this process's CPU threads (or a GPU):
+    the best of repeated calls over about `seconds`."""
+    a, b = torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, n, dtype=dtype, device=device)
+    sync = torch.cuda.synchronize if a.is_cuda else (lambda: None)
     a @ b                                                   # warm-up
+    sync()
     best, end = float("inf"), time.perf_counter() + seconds
     while time.perf_counter() < end:
         t0 = time.perf_counter()
         a @ b
+        sync()
         best = min(best, time.perf_counter() - t0)
     return 2 * m * k * n / best / 1e9
 

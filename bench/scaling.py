@@ -18,6 +18,7 @@ method are then skipped.
     python bench/scaling.py --quick                    # end to end, N up to 100k
     python bench/scaling.py --variants feat,attention  # forward, N up to 1M (~30 min)
     python bench/scaling.py --variants feat,attention --bf16   # bf16 autocast in the forward table
+    python bench/scaling.py --device cuda --bf16 --variants feat,feat_e2e --sizes 100000,1000000   # a GPU
 
 Each table is its own section of docs/benchmarks.md (between <!-- scaling:start --> and
 <!-- scaling:end -->, and <!-- scaling-e2e:start --> and <!-- scaling-e2e:end -->; the rest of the
@@ -68,7 +69,7 @@ def _table(n: int, seed: int):
     return x, y, n // 2
 
 
-def _forward(variant: str, n: int, bf16: bool, seed: int):
+def _forward(variant: str, n: int, bf16: bool, seed: int, device: str):
     """(timed call, parameter count) for one engine forward at the shipped size, random weights."""
     import numpy as np
     import torch
@@ -88,10 +89,10 @@ def _forward(variant: str, n: int, bf16: bool, seed: int):
     x, y, n_ctx = _table(n, seed)
     y = y[:n_ctx].astype(np.float32)
     # warm-up on a small table (kernel selection, allocator), not timed
-    run(model, x[:256], y[:256], x[n_ctx:n_ctx + 256], "classification", 2, cfg=icfg, device="cpu")
+    run(model, x[:256], y[:256], x[n_ctx:n_ctx + 256], "classification", 2, cfg=icfg, device=device)
 
     def call():
-        res = run(model, x[:n_ctx], y, x[n_ctx:], "classification", 2, cfg=icfg, device="cpu")
+        res = run(model, x[:n_ctx], y, x[n_ctx:], "classification", 2, cfg=icfg, device=device)
         assert res.logits.shape == (n - n_ctx, cfg.max_classes) and np.isfinite(res.logits[:, :2]).all()
     return call, sum(p.numel() for p in model.parameters())
 
@@ -111,20 +112,20 @@ def _tabicl_checkpoint(seed: int) -> tuple[Path, int]:
     return path, sum(p.numel() for p in model.parameters())
 
 
-def _end_to_end(variant: str, n: int, bf16: bool, seed: int):
+def _end_to_end(variant: str, n: int, bf16: bool, seed: int, device: str):
     """(timed fit + predict, parameter count) of one estimator on the N-row table (FEAT in bf16 if asked)."""
     import numpy as np
 
     x, y, n_ctx = _table(n, seed)
     if variant == "feat_e2e":
         from feat_engine import FEATClassifier, load_model
-        est = FEATClassifier(n_estimators=1, random_state=seed, device="cpu", precision="bf16" if bf16 else "fp32")
+        est = FEATClassifier(n_estimators=1, random_state=seed, device=device, precision="bf16" if bf16 else "fp32")
         params = sum(p.numel() for p in load_model().parameters())
     elif variant == "tabicl":
         from tabicl import TabICLClassifier
         path, params = _tabicl_checkpoint(seed)
         est = TabICLClassifier(n_estimators=1, model_path=path, allow_auto_download=False,
-                               device="cpu", random_state=seed, verbose=False)
+                               device=device, random_state=seed, verbose=False)
     else:
         import lightgbm as lgb
         est, params = lgb.LGBMClassifier(n_jobs=os.cpu_count(), random_state=seed, verbose=-1), 0
@@ -136,10 +137,11 @@ def _end_to_end(variant: str, n: int, bf16: bool, seed: int):
     return call, params
 
 
-def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
+def child(variant: str, n: int, bf16: bool, repeats: int, seed: int, device: str = "cpu") -> dict:
     import torch
 
-    call, params = _forward(variant, n, bf16, seed) if variant in FORWARD else _end_to_end(variant, n, bf16, seed)
+    make = _forward if variant in FORWARD else _end_to_end
+    call, params = make(variant, n, bf16, seed, device)
     base_rss = _rss_bytes()
     times = []
     for _ in range(repeats):
@@ -149,7 +151,8 @@ def child(variant: str, n: int, bf16: bool, repeats: int, seed: int) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024     # Linux: KiB
     return {"variant": variant, "n": n, "n_ctx": n // 2, "d": D, "bf16": bf16, "time_s": min(times),
             "times_s": times, "peak_rss_bytes": peak, "base_rss_bytes": base_rss,
-            "params": params,
+            "params": params, "device": device,
+            "gpu_peak_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None,
             "threads": torch.get_num_threads(), "status": "ok"}
 
 
@@ -160,7 +163,7 @@ def measure(variant: str, n: int, args) -> dict:
 
     repeats = 3 if n <= 1_000 else 1
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "--n", str(n),
-           "--repeats", str(repeats), "--seed", str(args.seed)] + (["--bf16"] if args.bf16 else [])
+           "--repeats", str(repeats), "--seed", str(args.seed), "--device", args.device] + (["--bf16"] if args.bf16 else [])
     limit_s = args.time_limit if variant in ("attention", "tabicl") else args.feat_time_limit
     limit_b = args.mem_limit_gb * GiB
     t0 = time.perf_counter()
@@ -204,7 +207,10 @@ def _cell_time(r):
 
 
 def _cell_mem(r):
-    return f"{r['peak_rss_bytes'] / GiB:.2f}" if r.get("status") == "ok" else "—"
+    if r.get("status") != "ok":
+        return "—"
+    gpu = r.get("gpu_peak_bytes")
+    return f"{r['peak_rss_bytes'] / GiB:.2f}" + (f" (GPU {gpu / GiB:.2f})" if gpu else "")
 
 
 def _not_finished(results: list[dict]) -> list[str]:
@@ -279,7 +285,7 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
         lo, hi = sorted(ok)[-2:]
         lines += [f"time({_fmt_n(hi)})/time({_fmt_n(lo)}) = {ok[hi]['time_s'] / ok[lo]['time_s']:.1f} "
                   f"for {hi / lo:.0f}× the rows; peak RSS ratio {ok[hi]['peak_rss_bytes'] / ok[lo]['peak_rss_bytes']:.1f}.", ""]
-    return lines + ["![FEAT vs full attention, log-log](scaling.png)", ""]
+    return lines + [f"![FEAT vs full attention, log-log](scaling{'-cuda' if args.device == 'cuda' else ''}.png)", ""]
 
 
 def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
@@ -305,7 +311,8 @@ def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
         f, t, g = (by.get((v, n), {}) for v in END_TO_END)
         lines.append(f"| {n:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(t)} | {_cell_mem(t)} | "
                      f"{_cell_time(g)} | {_cell_mem(g)} | {_ratio(f, t)} | {_ratio(f, g)} |")
-    return lines + ["", *_e2e_verdict(by, sizes), "![end-to-end fit + predict, log-log](scaling-e2e.png)", ""]
+    return lines + ["", *_e2e_verdict(by, sizes),
+                    f"![end-to-end fit + predict, log-log](scaling-e2e{'-cuda' if args.device == 'cuda' else ''}.png)", ""]
 
 
 def _e2e_verdict(by: dict, sizes: list[int]) -> list[str]:
@@ -401,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--feat-time-limit", type=float, default=7200.0, help="seconds before any other run is stopped")
     p.add_argument("--mem-limit-gb", type=float, default=16.0, help="RSS (GiB) at which any run is stopped")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where FEAT and TabICL run (LightGBM: the CPU); a GPU run writes the sections suffixed -cuda")
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ untouched")
     p.add_argument("--log", default=None, help="append each result as a JSON line to this file")
     p.add_argument("--child", choices=list(LABELS), help=argparse.SUPPRESS)
@@ -409,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.child:
-        print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed)), flush=True)
+        print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed, args.device)), flush=True)
         return 0
 
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
@@ -418,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     info = common.machine()
+    if args.device == "cuda":
+        info["cpu"] += f", GPU {torch.cuda.get_device_name()}"
     variants = args.variants.split(",")
     unknown = [v for v in variants if v not in LABELS]
     if unknown:
@@ -426,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         from flops import flop_per_token, matmul_gflops
         from feat_engine.inference import native_bf16
         info["flop_per_token"] = flop_per_token(d=D)
-        info["matmul_gflops"] = {"fp32": matmul_gflops()} | ({"bf16": matmul_gflops(torch.bfloat16)} if native_bf16() else {})
+        info["matmul_gflops"] = {"fp32": matmul_gflops(device=args.device)} | (
+            {"bf16": matmul_gflops(torch.bfloat16, device=args.device)} if args.device == "cuda" or native_bf16() else {})
         print(f"[scaling] {info['flop_per_token'] / 1e6:.2f} M matmul FLOP per token; matmul GFLOP/s "
               f"{info['matmul_gflops']}", flush=True)
     results = []
@@ -452,17 +464,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[scaling]   {r['status']}", flush=True)
                 stopped = True
     precision = "bf16" if args.bf16 else "fp32"
-    titles = {"forward": (PNG, f"FEAT forward on CPU ({precision}, shipped size, random weights)",
+    on, suffix = ("GPU", "-cuda") if args.device == "cuda" else ("CPU", "")
+    titles = {"forward": (PNG.with_stem(PNG.stem + suffix), f"FEAT forward on {on} ({precision}, shipped size, random weights)",
                           f"rows N (half context, half query), D = {D}"),
-              "e2e": (PNG_E2E, "fit + predict on CPU (one ensemble member)",
+              "e2e": (PNG_E2E.with_stem(PNG_E2E.stem + suffix), f"fit + predict on {on} (one ensemble member)",
                       f"rows N (half training, half predicted), D = {D}")}
     for table in [name for name, group in GROUPS.items() if set(variants) & set(group)]:
         body = report(table, results, info, command, started, args)
         print("\n".join(body))
         if not args.no_write:
-            doc = common.write_section(SECTIONS[table], body)
+            doc = common.write_section(SECTIONS[table] + suffix, body)
             plot(results, GROUPS[table], *titles[table])
-            print(f"[scaling] wrote section '{SECTIONS[table]}' of {doc} and {titles[table][0].relative_to(ROOT)}")
+            print(f"[scaling] wrote section '{SECTIONS[table] + suffix}' of {doc} and {titles[table][0].relative_to(ROOT)}")
     return 0
 
 
