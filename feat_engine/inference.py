@@ -25,6 +25,11 @@ from .model import FEAT
 Progress = Callable[[int, int, str], None]
 T, R = TypeVar("T"), TypeVar("R")
 
+# query rows are decoded in blocks of a multiple of this many rows (padded with zero rows): matrix products of a
+# handful of rows take other kernels, whose rounding would let a row's prediction depend on how many rows it was
+# predicted with (1.6e-2 in a bf16 logit, 1e-6 in fp32; docs/design.md, "Context/query semantics")
+QUERY_BLOCK = 64
+
 # estimated bytes of scratch one (row x column) sequence element costs in a sample-axis
 # mixer, per embedding channel (projections, both scan directions, gates); not measured
 _MIXER_BYTES_PER_ELEM = 48
@@ -129,13 +134,16 @@ def run(
         if n_q:
             xq = torch.as_tensor(np.asarray(x_query, dtype=np.float32) if not isinstance(x_query, Tensor) else x_query).float()
             for c, i in enumerate(range(0, n_q, cfg.query_chunk)):
-                hq, aq = model.decode_queries(xq[i:i + cfg.query_chunk].unsqueeze(0).to(dev), states, column_ids,
-                                              want_attention, label_only)
+                chunk = xq[i:i + cfg.query_chunk]
+                m = len(chunk)
+                if not want_attention:      # padded rows would count in the attention sums; they change nothing else
+                    chunk = torch.cat([chunk, chunk.new_zeros((-m % QUERY_BLOCK, D))])
+                hq, aq = model.decode_queries(chunk.unsqueeze(0).to(dev), states, column_ids, want_attention, label_only)
                 lg, pr = model.heads(hq, task, n_classes)
                 if lg is not None:
-                    logits.append(lg[0].cpu())
+                    logits.append(lg[0, :m].cpu())
                 if pr is not None:
-                    preds.append(pr[0].cpu())
+                    preds.append(pr[0, :m].cpu())
                 if want_attention:
                     attn = [a + b for a, b in zip(attn, aq)]
                 say(model.cfg.n_blocks + c + 1, total, f"query rows {min(n_q, i + cfg.query_chunk)}/{n_q}")

@@ -15,21 +15,7 @@ from app import io as aio
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, infer_task
 from feat_engine.cli import main
 
-SUBSET_INVARIANCE = (
-    "float32 matrix products take other kernels for a batch of 1 query row than for 20, so a row's output "
-    "differs in the last bits: up to 1.2e-7 in a probability and 8.5e-7 in a regression prediction of unit "
-    "scale (CPU, 20 rows, 4 seeds, 1 or 4 members); on the check's own table, with 1 member, the classifier's "
-    "probabilities differ by up to 1.7e-7 and the regressor's predictions by 2.7e-7 (its bound: 1e-7). No query "
-    "row reads another (test_query_rows_are_independent)")
-
-
-def expected_failed_checks(estimator) -> dict[str, str]:
-    """The one check allowed to fail: row-subset invariance of predictions, to float32 rounding."""
-    return {} if isinstance(estimator, FEATImputer) else {"check_methods_subset_invariance": SUBSET_INVARIANCE}
-
-
-@parametrize_with_checks([FEATClassifier(n_estimators=1), FEATRegressor(n_estimators=1), FEATImputer(n_estimators=1)],
-                         expected_failed_checks=expected_failed_checks)
+@parametrize_with_checks([FEATClassifier(n_estimators=1), FEATRegressor(n_estimators=1), FEATImputer(n_estimators=1)])
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)     # FEAT's notes on dropped constant columns
