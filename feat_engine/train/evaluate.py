@@ -30,7 +30,7 @@ from ..model import FEAT
 from ..preprocess import standardise
 from ..prior.batches import make_batch
 from ..prior.real import encode_column
-from .losses import feat_loss
+from .losses import batch_tensors, feat_loss
 
 SHARED_ENV = "FEAT_SHARED_DIR"
 TASKS_ENV = "FEAT_EVAL_TASKS"           # an .npz of packed tasks (`train/carry.py`), read instead of the tables
@@ -188,14 +188,12 @@ def synthetic_suite(model: FEAT, n_batches: int = 8, cfg: PriorConfig | None = N
     cfg = cfg or PriorConfig(p_real=0.0)
     was = model.training
     model.eval()
-    on = lambda a: torch.from_numpy(a).to(next(model.parameters()).device)  # noqa: E731
     acc: dict[str, list[float]] = {}
     for i in range(n_batches):
         b = make_batch(SYNTH_SEED, i, cfg, None)
-        y_ctx = None if b.task is None else on(b.y[:, :b.n_ctx])
-        out = model(on(b.x), y_ctx, b.task, on(b.n_classes))
-        yq = None if b.task is None else on(b.y[:, b.n_ctx:])
-        _, terms = feat_loss(out, yq, b.task, on(b.x_true), on(b.recon))
+        x, y_ctx, yq, x_true, recon, n_classes = batch_tensors(b, next(model.parameters()).device)
+        out = model(x, y_ctx, b.task, n_classes)
+        _, terms = feat_loss(out, yq, b.task, x_true, recon)
         if b.task == "classification":
             terms["acc"] = float((out.logits.argmax(-1) == yq.long()).float().mean())
         for k, v in terms.items():

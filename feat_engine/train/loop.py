@@ -26,14 +26,7 @@ from ..model.afbm import AFBM
 from ..prior.batches import Batch, BatchStream
 from ..prior.real import allowlist
 from .evaluate import baseline_scores, evaluate, real_eval_tasks, summarise
-from .losses import feat_loss
-
-
-def _tensors(b: Batch, device: torch.device):
-    on = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
-    y_ctx = None if b.task is None else on(b.y[:, :b.n_ctx])
-    y_q = None if b.task is None else on(b.y[:, b.n_ctx:])
-    return on(b.x), y_ctx, y_q, on(b.x_true), on(b.recon), on(b.n_classes)
+from .losses import batch_tensors, feat_loss
 
 
 def device_name(device: torch.device) -> str:
@@ -127,7 +120,7 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def train_step(self, b: Batch) -> dict[str, float]:
-        x, y_ctx, y_q, x_true, recon, n_cls = _tensors(b, self.device)
+        x, y_ctx, y_q, x_true, recon, n_cls = batch_tensors(b, self.device)
         self.model.train()
         self.opt.train()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):

@@ -13,6 +13,16 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..model import FEATOutput
+from ..prior.batches import Batch
+
+
+def batch_tensors(b: Batch, device: torch.device) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor, Tensor, Tensor]:
+    """A prior batch as the tensors the model and `feat_loss` read, on `device`:
+    x, context labels, query labels (None without a task), x_true, recon mask, n_classes."""
+    on = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    y_ctx = None if b.task is None else on(b.y[:, :b.n_ctx])
+    y_q = None if b.task is None else on(b.y[:, b.n_ctx:])
+    return on(b.x), y_ctx, y_q, on(b.x_true), on(b.recon), on(b.n_classes)
 
 
 def feat_loss(
