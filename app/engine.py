@@ -59,6 +59,18 @@ def _call(fn, *args, **kwargs) -> Outcome:
     return Outcome(value, seconds, notes)
 
 
+# context cells (rows x (features + 1)) that the Predict view's members read together by default: about a
+# minute of FEAT on 2 cores (docs/benchmarks.md, "The app on large tables")
+MEMBER_BUDGET_CELLS = 2_000_000
+
+
+def default_members(n_rows: int, n_features: int) -> int:
+    """The Predict view's default ensemble size: the estimators' 4 members while together they read at most
+    MEMBER_BUDGET_CELLS context cells, fewer on larger tables (at least 1), since each member reads every row."""
+    cells = max(n_rows, 1) * (n_features + 1)
+    return int(min(4, max(1, MEMBER_BUDGET_CELLS // cells)))
+
+
 def _kwargs(params: dict, progress: Progress | None) -> dict:
     kw = {k: v for k, v in params.items() if v is not None}
     if progress is not None:

@@ -333,6 +333,22 @@ def add_local_context_arg(p: argparse.ArgumentParser) -> None:
                         f"context (default {LOCAL_CONTEXT})")
 
 
+def add_precision_arg(p: argparse.ArgumentParser) -> None:
+    """--precision auto|fp32|bf16 for FEAT (default: the estimators' own default, "auto")."""
+    from feat_engine.estimators import PRECISIONS
+
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="FEAT's arithmetic (auto: bf16 on a GPU or a CPU with native bf16, else fp32)")
+
+
+def precision_text(precision: str, device: str = "auto") -> str:
+    """How a report names FEAT's precision: `precision="auto"` says what it resolved to on this machine."""
+    from feat_engine.inference import bf16_is_fast
+
+    here = f" ({'bf16' if bf16_is_fast(device) else 'fp32'} on this machine)" if precision == "auto" else ""
+    return f'`precision="{precision}"`{here}'
+
+
 def add_common_args(p: argparse.ArgumentParser, section: str | None) -> None:
     p.add_argument("--checkpoint", default=None, help="FEAT checkpoint (default: the shipped assets/feat-small.pt)")
     p.add_argument("--threads", type=int, default=None, help="torch / BLAS / baseline threads (default: all cores)")

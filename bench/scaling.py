@@ -17,8 +17,8 @@ method are then skipped.
     python bench/scaling.py                            # end to end, N up to 1M (~40 min)
     python bench/scaling.py --quick                    # end to end, N up to 100k
     python bench/scaling.py --variants feat,attention  # forward, N up to 1M (~30 min)
-    python bench/scaling.py --variants feat,attention --bf16   # bf16 autocast in the forward table
-    python bench/scaling.py --device cuda --bf16 --variants feat,feat_e2e --sizes 100000,1000000   # a GPU
+    python bench/scaling.py --precision fp32           # fp32 also where bf16 is fast (default: as the estimators)
+    python bench/scaling.py --device cuda --variants feat,feat_e2e --sizes 100000,1000000   # a GPU (bf16)
 
 Each table is its own section of docs/benchmarks.md (between <!-- scaling:start --> and
 <!-- scaling:end -->, and <!-- scaling-e2e:start --> and <!-- scaling-e2e:end -->; the rest of the
@@ -163,7 +163,7 @@ def measure(variant: str, n: int, args) -> dict:
 
     repeats = 3 if n <= 1_000 else 1
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "--n", str(n),
-           "--repeats", str(repeats), "--seed", str(args.seed), "--device", args.device] + (["--bf16"] if args.bf16 else [])
+           "--repeats", str(repeats), "--seed", str(args.seed), "--device", args.device, "--precision", "bf16" if args.bf16 else "fp32"]
     limit_s = args.time_limit if variant in ("attention", "tabicl") else args.feat_time_limit
     limit_b = args.mem_limit_gb * GiB
     t0 = time.perf_counter()
@@ -289,14 +289,16 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
 
 
 def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
+    import common
+
     sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
     params = {v: next((r["params"] for r in results if r["variant"] == v and r.get("params")), 0) for v in END_TO_END}
-    precision = ', precision="bf16"' if args.bf16 else ""
+    precision = common.precision_text(args.precision, args.device)
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
         "Time and peak RSS of a fresh process per method and N. "
-        f"`FEATClassifier(n_estimators=1{precision})` on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
+        f"`FEATClassifier(n_estimators=1)`, {precision}, on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
         f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
         f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
         "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "
@@ -397,9 +399,14 @@ E2E_SIZES = [1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from feat_engine.estimators import PRECISIONS
+    from feat_engine.inference import bf16_is_fast
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N up to 100k")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (forward table; FEAT's precision='bf16' end to end)")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="FEAT's arithmetic as the estimators take it (auto: bf16 autocast on a GPU or a CPU with native "
+                        "bf16, else fp32), in the forward table and end to end")
     p.add_argument("--sizes", type=lambda s: [int(float(v)) for v in s.split(",")], default=None,
                    help="comma-separated N values for every method (overrides --quick)")
     p.add_argument("--variants", default=",".join(END_TO_END),
@@ -416,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--repeats", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.bf16 = args.precision == "bf16" or (args.precision == "auto" and bf16_is_fast(args.device))
 
     if args.child:
         print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed, args.device)), flush=True)

@@ -76,9 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                          f"{LOCAL_CONTEXT})")
     im = sub.add_parser("impute", parents=[common], help="fill the missing cells of a table")
     for sp in (pr, im):
-        sp.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
-                        help="fp32 (default), or bf16 autocast: faster on CPUs with native bf16 (AMX) and "
-                             "on CUDA, with rounding in the third decimal of a probability")
+        sp.add_argument("--precision", choices=list(PRECISIONS), default="auto",
+                        help="auto (default): bf16 autocast where it is fast (a GPU, a CPU with native bf16: AMX or "
+                             "AVX512-BF16), else fp32; fp32 gives the same numbers on every CPU")
     im.add_argument("table")
     im.add_argument("--max-context", type=int, default=None, help="impute in blocks of this many rows")
     re = sub.add_parser("relations", parents=[common], help="feature-relation matrix")

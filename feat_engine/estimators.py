@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
-from .inference import map_runs, run
+from .inference import bf16_is_fast, map_runs, run
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
@@ -44,7 +44,7 @@ from .target_stats import with_target_stats
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16")
 
 # one engine run on a member's (context, labels, queries) with a label for progress -> per-query output
 Call = Callable[[np.ndarray, np.ndarray, np.ndarray, str], np.ndarray]
@@ -62,19 +62,18 @@ class _FEATBase(BaseEstimator):
     max_features: features per member; None = the width the checkpoint was pretrained on.
     checkpoint: a checkpoint path, a loaded FEAT model, or None for the shipped one.
     progress: callback (done, total, message) over all engine runs of a call.
-    precision: "fp32" (default) or "bf16": bf16 autocast for the matrix products, with the scan's
-        states kept in fp32. On CPUs that multiply bf16 natively (AMX, AVX512-BF16) it is faster at the
-        same measured quality (on a 2-core AMX CPU: 1.25-1.3x per run, 1.1-1.15x end to end at 100k rows,
-        no gain at 1M; CUDA is not measured yet); its rounding depends on how many rows a run holds, so a
-        row's probability can move in the third decimal when it is predicted alone rather than in a batch
-        (docs/design.md, "The compute floor"). Elsewhere it is emulated and slow.
+    precision: "auto" (default), "fp32" or "bf16". bf16 autocasts the matrix products and keeps the
+        scan's states in fp32; "auto" takes it where it is fast (a GPU, or a CPU that multiplies bf16
+        natively: AMX or AVX512-BF16) and fp32 elsewhere, where bf16 is emulated and slow. On the
+        development tables bf16 scores as fp32 does at about half the time on such a CPU
+        (docs/design.md, "The compute floor"); "fp32" gives the same numbers on every CPU.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
     ):
         self.n_estimators = n_estimators
         self.random_state = random_state
@@ -125,7 +124,8 @@ class _FEATBase(BaseEstimator):
 
     def _engine(self) -> dict[str, Any]:
         """The device and precision every engine run of this estimator takes."""
-        return {"device": self.device, "cfg": InferenceConfig(autocast_bf16=self.precision == "bf16")}
+        bf16 = self.precision == "bf16" or (self.precision == "auto" and bf16_is_fast(self.device))
+        return {"device": self.device, "cfg": InferenceConfig(autocast_bf16=bf16)}
 
 
 def _sklearn_view(frame: pd.DataFrame) -> pd.DataFrame:
@@ -150,7 +150,7 @@ class _InContextBase(_FEATBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
@@ -313,7 +313,7 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        multiclass: str = "ovr", precision: str = "fp32",
+        multiclass: str = "ovr", precision: str = "auto",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
                          progress, precision)
@@ -432,7 +432,7 @@ class FEATImputer(TransformerMixin, _FEATBase):
         self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, method: str = "chained",
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.method = method

@@ -65,6 +65,11 @@ def native_bf16() -> bool:
     return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
 
 
+def bf16_is_fast(device: str | torch.device = "auto") -> bool:
+    """Whether bf16 autocast speeds work up on `device`: a GPU, or a CPU that multiplies bf16 natively."""
+    return resolve_device(device).type == "cuda" or native_bf16()
+
+
 def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2.0e9) -> int:
     """How many columns the sample-axis mixers take at once for `n_rows` rows within the budget."""
     per_col = n_rows * d_model * _MIXER_BYTES_PER_ELEM

@@ -244,27 +244,46 @@ def test_predict_classification_evaluate_with_gbdt():
     assert "Download predictions (CSV)" in labels
 
 
-def test_bf16_choice_reaches_the_estimator_where_the_cpu_has_it():
-    """The bf16 box is enabled only on a CPU that multiplies bf16 natively; ticked, the run's probabilities
-    move by rounding only."""
-    from feat_engine.inference import native_bf16
+def test_arithmetic_choice_reaches_the_estimator():
+    """The Arithmetic choice starts at auto, which names what it means on this CPU; fp32 and bf16 reach the
+    estimator: the run's probabilities move by rounding only, and auto gives exactly one of the two."""
+    from feat_engine.inference import bf16_is_fast
 
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/predict.py").run()
-    box = at.checkbox(key="pred_bf16")
-    assert box.value is False and box.disabled == (not native_bf16())
-    if box.disabled:
-        return
+    choice = at.radio(key="pred_precision")
+    assert choice.value == "auto"
+    assert f"auto ({'bf16' if bf16_is_fast() else 'fp32'} on this machine)" in choice.options
     at.number_input(key="pred_nest").set_value(1)
     at.checkbox(key="pred_gbdt").set_value(False)
-    at.button(key="pred_run").click().run()
-    fp32 = at.session_state["result:predict"]["feat"]["proba"]
-    at.checkbox(key="pred_bf16").set_value(True)
-    at.button(key="pred_run").click().run()
-    no_trouble(at)
-    bf16 = at.session_state["result:predict"]["feat"]["proba"]
-    assert not np.array_equal(bf16, fp32) and np.abs(bf16 - fp32).max() < 0.05
+    proba = {}
+    for p in ("auto", "fp32", "bf16"):
+        at.radio(key="pred_precision").set_value(p)
+        at.button(key="pred_run").click().run()
+        no_trouble(at)
+        proba[p] = at.session_state["result:predict"]["feat"]["proba"]
+    assert not np.array_equal(proba["bf16"], proba["fp32"]) and np.abs(proba["bf16"] - proba["fp32"]).max() < 0.05
+    np.testing.assert_array_equal(proba["auto"], proba["bf16" if bf16_is_fast() else "fp32"])
+
+
+def test_members_default_to_four_and_fewer_on_a_large_table(monkeypatch):
+    """Each member reads every row, so the Predict view starts large tables with fewer members; a new
+    table gets its own default (here with the budget made small enough that 120 rows are large)."""
+    from app import engine
+    from app.engine import MEMBER_BUDGET_CELLS, default_members
+
+    assert default_members(120, 5) == 4 and default_members(0, 3) == 4
+    assert default_members(75_000, 20) == 1
+    assert default_members(MEMBER_BUDGET_CELLS // 2 // 21, 20) == 2
+    monkeypatch.setattr(engine, "MEMBER_BUDGET_CELLS", 1_000)     # 120 rows x (6 features + 1) = 840 cells
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    at.switch_page("views/predict.py").run()
+    assert at.number_input(key="pred_nest").value == 1
+    upload(at, "wine_tiny.csv", csv(small_table(30)))
+    at.switch_page("views/predict.py").run()
+    assert at.number_input(key="pred_nest").value == 4
 
 
 def test_predict_regression_scatter():

@@ -42,7 +42,7 @@ def test_predict_classification(tables, capsys):
 def test_predict_regression(tables):
     d, _ = tables
     rc = main(["predict", "--context", str(d / "train.csv"), "--target", "a", "--query", str(d / "test.tsv"),
-               "-o", str(d / "pred.parquet"), "--n-estimators", "1"])
+               "-o", str(d / "pred.parquet"), "--n-estimators", "1", "--precision", "fp32"])
     assert rc == 0
     out = pd.read_parquet(d / "pred.parquet")
     assert list(out.columns) == ["a"] and out["a"].dtype == float and len(out) == 20

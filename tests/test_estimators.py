@@ -248,18 +248,33 @@ def test_200k_row_context_runs_in_bounded_memory():
 
 @pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
 def test_bf16_precision_is_close_to_fp32_and_a_wrong_value_is_named(Est):
-    """precision="bf16" runs the engine under bf16 autocast: the outputs move by bf16 rounding only, the
-    permutation of the query rows still does not change a row's output, and fp32 stays the default."""
+    """precision="bf16" runs the engine under bf16 autocast: the outputs move by bf16 rounding only, and the
+    permutation of the query rows still does not change a row's output."""
     X, y = data()
     y = (y > 0).astype(int) if Est is FEATClassifier else y
     f = "predict_proba" if Est is FEATClassifier else "predict"
-    assert Est().precision == "fp32"
-    ref = getattr(Est(n_estimators=1).fit(X[:60], y[:60]), f)(X[60:])
+    ref = getattr(Est(n_estimators=1, precision="fp32").fit(X[:60], y[:60]), f)(X[60:])
     m = Est(n_estimators=1, precision="bf16").fit(X[:60], y[:60])
     half = getattr(m, f)(X[60:])
     assert not np.array_equal(half, ref)                   # autocast really ran
     np.testing.assert_allclose(half, ref, atol=0.03 * max(1.0, np.abs(ref).max()))
     perm = np.random.default_rng(0).permutation(20)
     np.testing.assert_array_equal(getattr(m, f)(X[60:][perm]), half[perm])
-    with pytest.raises(FEATInputError, match=r"precision must be one of \('fp32', 'bf16'\), got 'fp16'"):
+    with pytest.raises(FEATInputError, match=r"precision must be one of \('auto', 'fp32', 'bf16'\), got 'fp16'"):
         Est(precision="fp16").fit(X[:60], y[:60])
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16_natively(native, monkeypatch):
+    """The default precision "auto" gives exactly the bf16 numbers on a CPU with native bf16 and exactly
+    the fp32 numbers elsewhere."""
+    from feat_engine import inference
+
+    X, y = data()
+    monkeypatch.setattr(inference, "native_bf16", lambda: native)
+    assert FEATRegressor().precision == "auto"
+    auto = FEATRegressor(n_estimators=1, device="cpu").fit(X[:60], y[:60]).predict(X[60:])
+    same = FEATRegressor(n_estimators=1, device="cpu", precision="bf16" if native else "fp32").fit(X[:60], y[:60])
+    other = FEATRegressor(n_estimators=1, device="cpu", precision="fp32" if native else "bf16").fit(X[:60], y[:60])
+    np.testing.assert_array_equal(auto, same.predict(X[60:]))
+    assert not np.array_equal(auto, other.predict(X[60:]))

@@ -153,13 +153,14 @@ def test_set_overrides_reach_the_config_and_reject_unknown_keys(tmp_path):
 
 
 def test_bf16_falls_back_to_fp32_with_a_warning_without_native_bf16(tmp_path, monkeypatch):
+    from feat_engine import inference
     from feat_engine.train import loop
 
     cfg = TrainConfig.from_dict({**TINY, "bf16": True, "out_dir": str(tmp_path / "run")})
-    monkeypatch.setattr(loop, "native_bf16", lambda: False)
+    monkeypatch.setattr(inference, "native_bf16", lambda: False)
     with pytest.warns(UserWarning, match="fp32"):
         assert loop.Trainer(cfg).bf16 is False
-    monkeypatch.setattr(loop, "native_bf16", lambda: True)
+    monkeypatch.setattr(inference, "native_bf16", lambda: True)
     assert loop.Trainer(cfg).bf16 is True
     assert loop.Trainer(TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "off")})).bf16 is False
 

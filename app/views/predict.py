@@ -8,7 +8,8 @@ from sklearn.model_selection import train_test_split
 
 from app import baselines, downloads, engine, figures, metrics, state
 from app import io as aio
-from feat_engine.inference import native_bf16
+from feat_engine.estimators import PRECISIONS
+from feat_engine.inference import bf16_is_fast
 
 st.title("Predict")
 ds = state.require_dataset()
@@ -39,25 +40,31 @@ if X_all.shape[1] == 0:
 n_missing_y = int(y_all.isna().sum())
 st.caption(f"{X_all.shape[1]} features, {len(y_all) - n_missing_y:,} labelled rows, {n_missing_y:,} rows with the target missing.")
 
+members = engine.default_members(len(y_all) - n_missing_y, X_all.shape[1])
+if st.session_state.get("pred_nest_default") != (ds["digest"], members):   # a new table: its own default
+    st.session_state["pred_nest"], st.session_state["pred_nest_default"] = members, (ds["digest"], members)
 with st.form("predict_form"):
     f1, f2, f3, f4 = st.columns(4)
     holdout = f1.slider("Holdout fraction", 0.1, 0.5, 0.25, 0.05, key="pred_holdout", disabled=mode != "Evaluate")
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="pred_seed")
-    n_est = f3.number_input("FEAT ensemble members", 1, 16, 4, 1, key="pred_nest",
-                            help="Averaged over row orders, feature shuffles and column-identity draws.")
+    n_est = f3.number_input("FEAT ensemble members", 1, 16, step=1, key="pred_nest",
+                            help="Averaged over row orders, feature shuffles and column-identity draws. Each member "
+                                 "reads every row: the default is 4, fewer on large tables so that the first "
+                                 f"answer comes within about a minute ({members} on this one).")
     max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="pred_maxctx")
     with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")
-    native = native_bf16()
-    bf16 = st.checkbox("bf16 arithmetic", value=False, key="pred_bf16", disabled=not native,
-                       help="Faster on this CPU, which multiplies bf16 natively (1.1-1.15x on a 100k-row table "
-                            "on 2 cores); probabilities move in the third decimal." if native else
-                            "Off: this CPU has no native bf16, where it would be slower than fp32.")
+    fast = bf16_is_fast()
+    precision = st.radio("Arithmetic", PRECISIONS, horizontal=True, key="pred_precision",
+                         format_func=lambda p: f"auto ({'bf16' if fast else 'fp32'} on this machine)" if p == "auto" else p,
+                         help="auto: bf16 on a GPU or a CPU that multiplies it natively (about twice as fast on the "
+                              "development tables, with the same scores), else fp32. fp32 gives the same numbers on "
+                              "every CPU; bf16 without native support is emulated and slow.")
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
 if submitted:
     params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
-                              precision="bf16" if bf16 else "fp32")
+                              precision=precision)
     try:
         aio.check_features(X_all, target)
         labelled = y_all.notna()

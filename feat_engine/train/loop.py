@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config import TrainConfig
-from ..inference import cpu_name, native_bf16, resolve_device
+from ..inference import bf16_is_fast, cpu_name, resolve_device
 from ..model import FEAT
 from ..model.afbm import AFBM
 from ..prior.batches import Batch, BatchStream
@@ -46,7 +46,7 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = resolve_device(cfg.device)
-        self.bf16 = cfg.bf16 and (self.device.type == "cuda" or native_bf16())
+        self.bf16 = cfg.bf16 and bf16_is_fast(self.device)
         if cfg.bf16 and not self.bf16:
             warnings.warn("bf16: true, but this CPU has no native bf16 matmuls (AMX or AVX512-BF16), "
                           "where autocast is far slower than fp32: training in fp32", stacklevel=2)
