@@ -23,8 +23,8 @@ from pathlib import Path
 import common as C
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from app_driver import (RUN_TIMEOUT, app_server, chromium, nav, pick_target, upload, wait_watching_progress,  # noqa: E402
-                        write_wide_csv)
+from app_driver import (RUN_TIMEOUT, app_server, chromium, hand_file, nav, open_app, pick_target,  # noqa: E402
+                        wait_watching_progress, write_wide_csv)
 
 TARGET_S = 60.0      # issue 20: upload to downloadable predictions of 100k x 20 rows
 
@@ -36,7 +36,10 @@ def _predict_large(url: str, browser, folder: Path, rows: int, limit_s: float) -
     size = write_wide_csv(path, rows)
     page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     t0 = time.perf_counter()
-    upload(page, url, path, rows, timeout=RUN_TIMEOUT)
+    open_app(page, url)
+    t_open = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    hand_file(page, path, rows, timeout=RUN_TIMEOUT)
     t_upload = time.perf_counter() - t0
     nav(page, "Predict")
     pick_target(page, "y")
@@ -47,10 +50,13 @@ def _predict_large(url: str, browser, folder: Path, rows: int, limit_s: float) -
     except TimeoutError:
         t_predict, shown = float("nan"), float("nan")
     total = time.perf_counter() - t0
-    reading = page.get_by_text("How FEAT read the table").first.inner_text() if math.isfinite(t_predict) else ""
+    done = math.isfinite(t_predict)
+    reading = page.get_by_text("How FEAT read the table").first.inner_text() if done else ""
+    feat_s = page.locator('[data-testid="stMetric"]').filter(has_text="FEAT time").inner_text().split()[-2] if done else "nan"
     page.close()
     return {"rows": rows, "mb": size / 1e6, "upload_s": t_upload, "predict_s": t_predict, "total_s": total,
-            "progress_share": shown, "limit_s": limit_s, "reading": reading}
+            "progress_share": shown, "limit_s": limit_s, "reading": reading, "open_s": t_open,
+            "feat_s": float(feat_s.replace(",", ""))}
 
 
 def _upload_big(url: str, browser, folder: Path, mb: float) -> dict:
@@ -59,8 +65,9 @@ def _upload_big(url: str, browser, folder: Path, mb: float) -> dict:
     rows = int(mb * 1e6 / 135)                     # about 135 bytes per row of write_wide_csv's table
     size = write_wide_csv(path, rows)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    open_app(page, url)
     t0 = time.perf_counter()
-    upload(page, url, path, rows, timeout=RUN_TIMEOUT)
+    hand_file(page, path, rows, timeout=RUN_TIMEOUT)
     seconds = time.perf_counter() - t0
     page.close()
     return {"rows": rows, "mb": size / 1e6, "upload_s": seconds}
@@ -86,8 +93,10 @@ def report(recs: dict, info: dict, command: str, started: str, elapsed: float) -
                   f"arithmetic auto ({'bf16' if bf16_is_fast() else 'fp32'} on this machine), LightGBM compared on "
                   "the same split):", "", f"> {p['reading']}", "",
                   *C.markdown_table(["step", "seconds"], [
+                      ["(open the app in the browser, before the clock starts)", f"({p['open_s']:.1f})"],
                       ["upload to schema view", f"{p['upload_s']:.1f}"],
                       ["Run prediction to the download button (FEAT + LightGBM)", f"{p['predict_s']:.1f}"],
+                      ["of which FEAT (the app's own clock)", f"{p['feat_s']:.1f}"],
                       ["upload to downloadable predictions", f"**{p['total_s']:.1f}**"]]), "",
                   f"Target: under {TARGET_S:.0f} s, **{verdict}**. A progress bar was on screen in "
                   f"{p['progress_share']:.0%} of the samples taken while the app was running.", ""]

@@ -91,14 +91,25 @@ def set_number(page, label: str, value: int) -> None:
     box.press("Enter")
 
 
-def upload(page, url: str, path: Path, n_rows: int, timeout: int = 60_000) -> None:
-    """Open the app, upload the file at `path` in the Data view and wait for its preview and row count."""
+def open_app(page, url: str) -> None:
+    """Open the app at its Data view and wait until it has rendered."""
     page.goto(url)
     page.get_by_role("heading", name="Data").first.wait_for(timeout=90_000)
+    wait_idle(page, 90_000)
+
+
+def hand_file(page, path: Path, n_rows: int, timeout: int = 60_000) -> None:
+    """Hand the file at `path` to the open Data view's uploader and wait for its preview and row count."""
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     page.get_by_text("Preview", exact=True).wait_for(timeout=timeout)
     wait_idle(page, timeout)
     assert f"{n_rows:,}" in page.locator('[data-testid="stMetric"]').filter(has_text="Rows").inner_text()
+
+
+def upload(page, url: str, path: Path, n_rows: int, timeout: int = 60_000) -> None:
+    """Open the app, upload the file at `path` in the Data view and wait for its preview and row count."""
+    open_app(page, url)
+    hand_file(page, path, n_rows, timeout)
 
 
 def pick_target(page, name: str) -> None:
