@@ -341,6 +341,12 @@ def add_precision_arg(p: argparse.ArgumentParser) -> None:
                    help="FEAT's arithmetic (auto: bf16 on a GPU or a CPU with native bf16, else fp32)")
 
 
+def add_linear_view_arg(p: argparse.ArgumentParser) -> None:
+    """--no-linear-view: FEAT without the cross-fitted linear feature (default: with it, as the estimators)."""
+    p.add_argument("--no-linear-view", dest="linear_view", action="store_false",
+                   help="FEAT without the linear view (feat_engine/linear_view.py)")
+
+
 def precision_text(precision: str, device: str = "auto") -> str:
     """How a report names FEAT's precision: `precision="auto"` says what it resolved to on this machine."""
     from feat_engine.inference import bf16_is_fast

@@ -71,8 +71,9 @@ class Member:
     index: int = 0             # position in the ensemble (the classifier's label rotation)
     local: LocalContexts | None = None   # the member's local contexts (positions in `rows`), if any
 
-    def column_ids(self, model: FEAT) -> Tensor:
-        return model.column_ids(1, len(self.features), seed=self.seed)
+    def column_ids(self, model: FEAT, width: int | None = None) -> Tensor:
+        """The member's S-DFE column identities for `width` columns (default: its features)."""
+        return model.column_ids(1, width or len(self.features), seed=self.seed)
 
 
 def plan_members(

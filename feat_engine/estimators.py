@@ -9,7 +9,8 @@ draw, one seed each), drawn at `fit`. The classifier and regressor hand the mode
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), on long contexts the local part of the context nearest each query
-(`local_context.py`), and to their odd members numeric columns spread out by their context
+(`local_context.py`), a cross-fitted linear model's prediction as one more feature
+(`linear_view.py`), and to their odd members numeric columns spread out by their context
 quantiles (`quantile_view.py`). Query rows never see each other, so a row's prediction does not
 depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
 words where its checks apply (docs/design.md, "What the estimators refuse"); sparse input is
@@ -31,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import bf16_is_fast, map_runs, run
+from .linear_view import linear_view
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
@@ -144,16 +146,19 @@ class _InContextBase(_FEATBase):
         None = every query reads the member's whole context; "auto" = parts of 512, of 1,024 or the
         whole context, whichever predicts held-out context rows best (`reading_choice.py`; the
         default 1,024 unless another is clearly better), at the cost of up to 15 one-member fits.
+    linear_view: hand the model a cross-fitted linear model's prediction (ridge, or logistic regression
+        for a binary run) as one more feature, in place of one feature slot (`linear_view.py`).
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto",
+        precision: str = "auto", linear_view: bool = True,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
+        self.linear_view = linear_view
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
         """Preprocess the context X with model targets y (class indices or standardised values),
@@ -165,7 +170,7 @@ class _InContextBase(_FEATBase):
         self.y_ = y
         self.codes_ = self.preprocessor_.nominal_codes(X, "context")
         n, d = self.context_.shape
-        max_features = self._model()[1]
+        max_features = max(1, self._model()[1] - bool(self.linear_view))     # the linear view takes one slot
         n_ctx = n if self.max_context is None else min(n, self.max_context)
         self.reading_choice_ = None
         if size == "auto":
@@ -220,6 +225,8 @@ class _InContextBase(_FEATBase):
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
+        if self.linear_view:
+            parts.append("a cross-fitted linear model's prediction as one more feature")
         local = self.members_[0].local
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
@@ -250,7 +257,10 @@ class _InContextBase(_FEATBase):
         ctx, yr = self.context_[m.rows], y[m.rows]
         if stats:
             ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
+        view = linear_view(ctx, yr, xq, not regression, m.seed) if self.linear_view else None
         ctx, q = ctx[:, m.features], xq[:, m.features]
+        if view is not None:
+            ctx, q = np.column_stack([view[0], ctx]), np.column_stack([view[1], q])
         if in_quantile_view(m):
             call = _in_quantile_view(call)
         if route is None:
@@ -313,10 +323,10 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        multiclass: str = "ovr", precision: str = "auto",
+        multiclass: str = "ovr", precision: str = "auto", linear_view: bool = True,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
-                         progress, precision)
+                         progress, precision, linear_view)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":
@@ -379,7 +389,7 @@ def _rotated_proba(
     (c + m.index) mod k, so that across members every class visits every slot."""
     slot = (np.arange(k) + m.index) % k
     res = run(model, ctx, slot[y].astype(np.float32), xq, "classification", n_classes=k,
-              column_ids=m.column_ids(model), progress=progress, **engine)
+              column_ids=m.column_ids(model, ctx.shape[1]), progress=progress, **engine)
     return softmax(res.logits[:, :k].astype(np.float64), axis=1)[:, slot]
 
 
@@ -404,7 +414,7 @@ class FEATRegressor(RegressorMixin, _InContextBase):
         for m, route in zip(members, routes):
             name = f"member {m.index + 1}/{len(members)}"
             pred += self._in_context(m, route, self.y_, xq, cq, lambda ctx, y, q, part: run(
-                model, ctx, y, q, "regression", column_ids=m.column_ids(model),
+                model, ctx, y, q, "regression", column_ids=m.column_ids(model, ctx.shape[1]),
                 progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)
         return self.scaler_.inverse_transform(pred / len(members))
 

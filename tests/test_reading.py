@@ -149,7 +149,7 @@ def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(mo
     rng = np.random.default_rng(1)
     X = rng.normal(size=(400, 3))
     y = 100 + 10 * (X[:, 0] + X[:, 1])
-    reg = FEATRegressor(n_estimators=2, local_context=100).fit(X, y)
+    reg = FEATRegressor(n_estimators=2, local_context=100, linear_view=False).fit(X, y)
     n_parts = round(OVERLAP * 400 / 100)
     assert all(m.local is not None and m.local.parts.shape == (n_parts, 100) for m in reg.members_)
     pred = reg.predict(X[:50])
@@ -198,7 +198,7 @@ def test_odd_members_read_the_quantile_view(monkeypatch):
     calls = []
     monkeypatch.setattr(est_mod, "run", recording_run(calls))
     X = np.random.default_rng(2).lognormal(0, 1.5, size=(300, 3))
-    reg = FEATRegressor(n_estimators=2, local_context=None).fit(X, np.log(X[:, 0]))
+    reg = FEATRegressor(n_estimators=2, local_context=None, linear_view=False).fit(X, np.log(X[:, 0]))
     reg.predict(X[:20])
     assert len(calls) == 2
     for m, (c, q) in zip(reg.members_, calls):
@@ -218,7 +218,8 @@ def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k
     y = y if k == 0 else np.digitize(y, np.quantile(y, np.linspace(0, 1, k + 1)[1:-1]))
     m = Est(n_estimators=2, local_context=64).fit(X.iloc[:240], y[:240])
     assert m.relevance_ is not None and all(mm.local is not None for mm in m.members_)
-    assert "24 of 34 features per member, most relevant first" in m.reading_ and "local parts of 64 rows" in m.reading_
+    assert "23 of 34 features per member, most relevant first" in m.reading_ and "local parts of 64 rows" in m.reading_
+    assert "linear model's prediction as one more feature" in m.reading_      # 23 + 1: the trained width
     f = m.predict if Est is FEATRegressor else m.predict_proba
     Xq = X.iloc[240:]
     full = f(Xq)
@@ -321,3 +322,67 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
         torch.set_num_threads(before)
     assert len(np.unique(est.members_[0].local.route(est.preprocessor_.transform(pd.DataFrame(X[600:]))))) > 2
     np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
+
+
+def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
+    """The context column holds each row's prediction by the ridge fitted on the other folds, the query column
+    the ridge fitted on every context row, both standardised with the context column's statistics; a
+    query's value depends on that query alone."""
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import KFold
+
+    from feat_engine.linear_view import FOLDS, linear_view
+
+    rng = np.random.default_rng(0)
+    x, xq = rng.normal(size=(60, 4)), rng.normal(size=(7, 4))
+    x[3, 1] = np.nan                                                  # missing cells read as the mean, 0
+    y = x[:, 0] - 2 * np.nan_to_num(x[:, 1]) + 0.1 * rng.normal(size=60)
+    c, q = linear_view(x, y, xq, classification=False, seed=3)
+    x0 = np.nan_to_num(x)
+    oof = np.empty(60)
+    for tr, va in KFold(FOLDS, shuffle=True, random_state=3).split(x0):
+        oof[va] = Ridge().fit(x0[tr], y[tr]).predict(x0[va])
+    full = Ridge().fit(x0, y).predict(xq)
+    np.testing.assert_allclose(c, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(q, (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(c, (Ridge().fit(x0, y).predict(x0) - oof.mean()) / oof.std(), atol=1e-3)  # no own label
+    np.testing.assert_allclose(linear_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
+
+
+def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():
+    from sklearn.linear_model import LogisticRegression
+
+    from feat_engine.linear_view import linear_view
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(80, 3))
+    y = (x[:, 0] > 0).astype(int)
+    c, q = linear_view(x, y, x[:5], classification=True, seed=0)
+    logit = LogisticRegression(max_iter=1000).fit(x, y).decision_function(x[:5])
+    assert np.corrcoef(q, logit)[0, 1] > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.9
+    assert linear_view(x, np.arange(80) % 3, x[:5], True, 0) is None          # three classes: no single target
+    assert linear_view(x, (np.arange(80) == 0).astype(int), x[:5], True, 0) is None   # one row of a class
+    assert linear_view(x[:9], x[:9, 0], x[:5], False, 0) is None               # too few rows for five folds
+    assert linear_view(x[:6], np.array([0, 1, 0, 1, 0, 1]), x[:2], True, 0) is not None  # folds fit the classes
+
+
+def test_the_linear_view_reaches_the_model_in_one_feature_slot(monkeypatch):
+    """With the view on, each run reads the member's features and one more column, the linear view, with
+    column identities for that width; a dense linear target is predicted far better with it."""
+    calls = []
+    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 30))
+    y = X @ rng.normal(size=30)
+    reg = FEATRegressor(n_estimators=1, local_context=None).fit(X[:150], y[:150])
+    assert len(reg.members_[0].features) == 23                   # the trained width of 24, less the view's slot
+    reg.predict(X[150:])
+    ctx, q = calls[0]
+    assert ctx.shape == (150, 24) and q.shape == (50, 24)
+    assert np.corrcoef(ctx[:, 0], y[reg.members_[0].rows])[0, 1] > 0.9   # the first column is the linear prediction
+    monkeypatch.undo()
+    r2 = {}
+    for on in (False, True):
+        p = FEATRegressor(n_estimators=1, linear_view=on).fit(X[:150], y[:150]).predict(X[150:])
+        r2[on] = 1 - ((p - y[150:]) ** 2).mean() / y[150:].var()
+    assert r2[True] > r2[False] + 0.1, r2
