@@ -86,12 +86,9 @@ def report(recs: dict, info: dict, command: str, started: str, elapsed: float) -
         p = None
     if p:
         verdict = "met" if p["total_s"] <= TARGET_S else "not met"
-        from feat_engine.inference import bf16_is_fast
-
         lines += [f"**Predict, {p['rows']:,} rows x 20 columns** ({p['mb']:.1f} MB CSV; target `y`, two classes; "
                   "Predict view defaults: Evaluate with a 25% holdout, the default members for the table's size, "
-                  f"arithmetic auto ({'bf16' if bf16_is_fast() else 'fp32'} on this machine), LightGBM compared on "
-                  "the same split):", "", f"> {p['reading']}", "",
+                  f"{C.precision_text('auto')}, LightGBM compared on the same split):", "", f"> {p['reading']}", "",
                   *C.markdown_table(["step", "seconds"], [
                       ["(open the app in the browser, before the clock starts)", f"({p['open_s']:.1f})"],
                       ["upload to schema view", f"{p['upload_s']:.1f}"],
