@@ -349,9 +349,9 @@ def add_linear_view_arg(p: argparse.ArgumentParser) -> None:
 
 def precision_text(precision: str, device: str = "auto") -> str:
     """How a report names FEAT's precision: `precision="auto"` says what it resolved to on this machine."""
-    from feat_engine.inference import bf16_is_fast
+    from feat_engine.inference import uses_bf16
 
-    here = f" ({'bf16' if bf16_is_fast(device) else 'fp32'} on this machine)" if precision == "auto" else ""
+    here = f" ({'bf16' if uses_bf16(precision, device) else 'fp32'} on this machine)" if precision == "auto" else ""
     return f'`precision="{precision}"`{here}'
 
 

@@ -399,14 +399,12 @@ E2E_SIZES = [1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from feat_engine.estimators import PRECISIONS
-    from feat_engine.inference import bf16_is_fast
+    import common
+    from feat_engine.inference import uses_bf16
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N up to 100k")
-    p.add_argument("--precision", choices=PRECISIONS, default="auto",
-                   help="FEAT's arithmetic as the estimators take it (auto: bf16 autocast on a GPU or a CPU with native "
-                        "bf16, else fp32), in the forward table and end to end")
+    common.add_precision_arg(p)       # in the forward table and end to end
     p.add_argument("--sizes", type=lambda s: [int(float(v)) for v in s.split(",")], default=None,
                    help="comma-separated N values for every method (overrides --quick)")
     p.add_argument("--variants", default=",".join(END_TO_END),
@@ -423,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--repeats", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.bf16 = args.precision == "bf16" or (args.precision == "auto" and bf16_is_fast(args.device))
+    args.bf16 = uses_bf16(args.precision, args.device)
 
     if args.child:
         print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed, args.device)), flush=True)
@@ -431,7 +429,6 @@ def main(argv: list[str] | None = None) -> int:
 
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     started = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    import common
     import torch
 
     info = common.machine()

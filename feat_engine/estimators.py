@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
-from .inference import bf16_is_fast, map_runs, run
+from .inference import map_runs, run, uses_bf16
 from .linear_view import linear_view
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
@@ -126,8 +126,7 @@ class _FEATBase(BaseEstimator):
 
     def _engine(self) -> dict[str, Any]:
         """The device and precision every engine run of this estimator takes."""
-        bf16 = self.precision == "bf16" or (self.precision == "auto" and bf16_is_fast(self.device))
-        return {"device": self.device, "cfg": InferenceConfig(autocast_bf16=bf16)}
+        return {"device": self.device, "cfg": InferenceConfig(autocast_bf16=uses_bf16(self.precision, self.device))}
 
 
 def _sklearn_view(frame: pd.DataFrame) -> pd.DataFrame:

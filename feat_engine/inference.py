@@ -70,6 +70,11 @@ def bf16_is_fast(device: str | torch.device = "auto") -> bool:
     return resolve_device(device).type == "cuda" or native_bf16()
 
 
+def uses_bf16(precision: str, device: str | torch.device = "auto") -> bool:
+    """Whether an estimator's `precision` ("auto", "fp32" or "bf16") runs bf16 autocast on `device`."""
+    return precision == "bf16" or (precision == "auto" and bf16_is_fast(device))
+
+
 def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2.0e9) -> int:
     """How many columns the sample-axis mixers take at once for `n_rows` rows within the budget."""
     per_col = n_rows * d_model * _MIXER_BYTES_PER_ELEM

@@ -38,7 +38,7 @@ def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, class
             return None
         folds = KFold(FOLDS, shuffle=True, random_state=seed)
 
-    def fitted(rows: np.ndarray):
+    def fitted(rows: np.ndarray | slice):
         model = LogisticRegression(max_iter=1000) if classification else Ridge()
         return model.fit(x_ctx[rows], y_ctx[rows])
 
@@ -48,7 +48,7 @@ def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, class
     s_ctx = np.empty(len(x_ctx))
     for train, held in folds.split(x_ctx, y_ctx):
         s_ctx[held] = predict(fitted(train), x_ctx[held])
-    s_query = predict(fitted(np.arange(len(x_ctx))), x_query)
+    s_query = predict(fitted(slice(None)), x_query)
     mean, std = s_ctx.mean(), s_ctx.std()
     std = std if std > 0 else 1.0
     return (np.clip((s_ctx - mean) / std, -CLIP, CLIP).astype(np.float32),

