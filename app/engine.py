@@ -64,6 +64,12 @@ def _call(fn, *args, **kwargs) -> Outcome:
 MEMBER_BUDGET_CELLS = 2_000_000
 
 
+# context rows the Predict view reads by default (the user can lift the cap): past about 16,000 context rows
+# FEAT's scores stop rising on the development tables while its time keeps growing with the rows
+# (docs/benchmarks.md, "Quality against context size"; docs/design.md, "The compute floor")
+DEFAULT_MAX_CONTEXT = 50_000
+
+
 def default_members(n_rows: int, n_features: int) -> int:
     """The Predict view's default ensemble size: the estimators' 4 members while together they read at most
     MEMBER_BUDGET_CELLS context cells, fewer on larger tables (at least 1), since each member reads every row."""

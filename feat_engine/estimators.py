@@ -9,7 +9,7 @@ draw, one seed each), drawn at `fit`. The classifier and regressor hand the mode
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), on long contexts the local part of the context nearest each query
-(`local_context.py`), a cross-fitted linear model's prediction as one more feature
+(`local_context.py`), a cross-fitted additive model's prediction as one more feature
 (`linear_view.py`), and to their odd members numeric columns spread out by their context
 quantiles (`quantile_view.py`). Query rows never see each other, so a row's prediction does not
 depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
@@ -145,8 +145,9 @@ class _InContextBase(_FEATBase):
         None = every query reads the member's whole context; "auto" = parts of 512, of 1,024 or the
         whole context, whichever predicts held-out context rows best (`reading_choice.py`; the
         default 1,024 unless another is clearly better), at the cost of up to 15 one-member fits.
-    linear_view: hand the model a cross-fitted linear model's prediction (ridge, or logistic regression
-        for a binary run) as one more feature, in place of one feature slot (`linear_view.py`).
+    linear_view: hand the model a cross-fitted additive model's prediction (ridge, or logistic regression
+        for a binary run, over each feature and its B-splines) as one more feature, in place of one
+        feature slot (`linear_view.py`).
     """
 
     def __init__(
@@ -225,7 +226,7 @@ class _InContextBase(_FEATBase):
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
         if self.linear_view:
-            parts.append("a cross-fitted linear model's prediction as one more feature")
+            parts.append("a cross-fitted additive model's prediction as one more feature")
         local = self.members_[0].local
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "

@@ -1,32 +1,44 @@
-"""The linear view: a cross-fitted linear model's prediction handed to FEAT as one more feature
+"""The linear view: a cross-fitted additive model's prediction handed to FEAT as one more feature
 (docs/design.md, "The linear view").
 
 The small pretrained model reads a target that sums many features' small effects worse than a
 linear model does (the dense-linear probe; on real tables logistic regression and ridge beat it
-where the signal is additive). A linear model summarises that signal in one number per row, which
-the model reads as it reads any strong feature. As with the target statistics, the context rows get
+where the signal is additive). A model linear in a spline basis of each feature (an additive model)
+summarises that signal in one number per row, curved effects and heavy-tailed features included, and
+the model reads it as it reads any strong feature. As with the target statistics, the context rows get
 out-of-fold predictions, so that no row sees its own label, and query rows the prediction of the model
 fitted on the whole context, so that a query's value depends on that query alone. The model is ridge
-for a numeric target and logistic regression (its logit) for the 0/1 label of a binary run, on the
-standardised features with missing cells at the mean (0); the column is standardised on the context.
+for a numeric target and logistic regression (its logit) for the 0/1 label of a binary run, over each
+standardised feature (missing cells at the mean, 0) and its cubic B-splines with knots at the context's
+quantiles; the column is standardised on the context.
 """
 from __future__ import annotations
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.preprocessing import SplineTransformer
 
 from .preprocess import CLIP
 
-FOLDS = 5       # cross-fitting folds
+FOLDS = 5           # cross-fitting folds
+KNOTS = 5           # spline knots per feature, at the context's quantiles
+FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the model has about 8 coefficients
+                    # per feature, settled long before, and the fits stay O(1) in the context's rows
+
+
+def additive_basis(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column and its cubic B-splines (knots at the context's quantiles, linear beyond the outer
+    ones), for the context and the queries. The knots read the context's features, never its labels."""
+    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear").fit(x_ctx)
+    return np.hstack([x_ctx, splines.transform(x_ctx)]), np.hstack([x_query, splines.transform(x_query)])
 
 
 def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, classification: bool,
                 seed: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(N,) out-of-fold linear predictions for the standardised (N, D) context and (M,) predictions for
-    the (M, D) queries, both standardised with the context's statistics. None where there is no single
-    linear target (more than two classes) or too few rows (or rows of a class) to cross-fit."""
-    x_ctx, x_query = np.nan_to_num(x_ctx), np.nan_to_num(x_query)
+    """(N,) out-of-fold additive-model predictions for the standardised (N, D) context and (M,) predictions
+    for the (M, D) queries, both standardised with the context's statistics. None where there is no single
+    target (more than two classes) or too few rows (or rows of a class) to cross-fit."""
     if classification:
         counts = np.bincount(np.asarray(y_ctx, dtype=np.int64))
         counts = counts[counts > 0]
@@ -37,18 +49,23 @@ def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, class
         if len(y_ctx) < 2 * FOLDS:
             return None
         folds = KFold(FOLDS, shuffle=True, random_state=seed)
+    b_ctx, b_query = additive_basis(np.nan_to_num(x_ctx), np.nan_to_num(x_query))
+    rng = np.random.default_rng(seed)
 
-    def fitted(rows: np.ndarray | slice):
-        model = LogisticRegression(max_iter=1000) if classification else Ridge()
-        return model.fit(x_ctx[rows], y_ctx[rows])
+    def fitted(rows: np.ndarray):
+        if len(rows) > FIT_ROWS:
+            rows = rng.choice(rows, FIT_ROWS, replace=False)
+        # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short
+        model = LogisticRegression(solver="newton-cholesky", max_iter=1000) if classification else Ridge()
+        return model.fit(b_ctx[rows], y_ctx[rows])
 
-    def predict(model, x: np.ndarray) -> np.ndarray:
-        return model.decision_function(x) if classification else model.predict(x)
+    def predict(model, b: np.ndarray) -> np.ndarray:
+        return model.decision_function(b) if classification else model.predict(b)
 
-    s_ctx = np.empty(len(x_ctx))
-    for train, held in folds.split(x_ctx, y_ctx):
-        s_ctx[held] = predict(fitted(train), x_ctx[held])
-    s_query = predict(fitted(slice(None)), x_query)
+    s_ctx = np.empty(len(b_ctx))
+    for train, held in folds.split(b_ctx, y_ctx):
+        s_ctx[held] = predict(fitted(train), b_ctx[held])
+    s_query = predict(fitted(np.arange(len(b_ctx))), b_query)
     mean, std = s_ctx.mean(), s_ctx.std()
     std = std if std > 0 else 1.0
     return (np.clip((s_ctx - mean) / std, -CLIP, CLIP).astype(np.float32),

@@ -286,6 +286,26 @@ def test_members_default_to_four_and_fewer_on_a_large_table(monkeypatch):
     assert at.number_input(key="pred_nest").value == 4
 
 
+def test_context_cap_defaults_to_the_engine_default_and_reaches_the_estimator(monkeypatch):
+    """The Predict view caps the context at DEFAULT_MAX_CONTEXT labelled rows unless the user lifts it (0 = all);
+    the cap reaches the estimator, whose reading names the rows it read (here a cap of 60 on 90 training rows)."""
+    from app import engine
+
+    monkeypatch.setattr(engine, "DEFAULT_MAX_CONTEXT", 60)
+    at = new_app()
+    upload(at, "wine_small.csv", csv(small_table(120)))
+    at.switch_page("views/predict.py").run()
+    assert at.number_input(key="pred_maxctx").value == 60
+    at.number_input(key="pred_nest").set_value(1)
+    at.checkbox(key="pred_gbdt").set_value(False)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    assert "context of 60 rows" in at.session_state["result:predict"]["feat"]["reading"]
+    at.number_input(key="pred_maxctx").set_value(0)
+    at.button(key="pred_run").click().run()
+    assert "context of 90 rows" in at.session_state["result:predict"]["feat"]["reading"]
+
+
 def test_predict_regression_scatter():
     at = new_app()
     load_sample(at, DIABETES)

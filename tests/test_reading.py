@@ -219,7 +219,7 @@ def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k
     m = Est(n_estimators=2, local_context=64).fit(X.iloc[:240], y[:240])
     assert m.relevance_ is not None and all(mm.local is not None for mm in m.members_)
     assert "23 of 34 features per member, most relevant first" in m.reading_ and "local parts of 64 rows" in m.reading_
-    assert "linear model's prediction as one more feature" in m.reading_      # 23 + 1: the trained width
+    assert "additive model's prediction as one more feature" in m.reading_      # 23 + 1: the trained width
     f = m.predict if Est is FEATRegressor else m.predict_proba
     Xq = X.iloc[240:]
     full = f(Xq)
@@ -324,10 +324,18 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
     np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
 
 
+def _hand_basis(x: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column and its cubic B-splines with 5 knots at the context's quantiles, written out with scikit-learn."""
+    from sklearn.preprocessing import SplineTransformer
+
+    s = SplineTransformer(n_knots=5, degree=3, knots="quantile", extrapolation="linear").fit(x)
+    return np.c_[x, s.transform(x)], np.c_[xq, s.transform(xq)]
+
+
 def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
-    """The context column holds each row's prediction by the ridge fitted on the other folds, the query column
-    the ridge fitted on every context row, both standardised with the context column's statistics; a
-    query's value depends on that query alone."""
+    """The context column holds each row's prediction by the ridge (over each feature and its B-splines) fitted
+    on the other folds, the query column the ridge fitted on every context row, both standardised with the
+    context column's statistics; a query's value depends on that query alone."""
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold
 
@@ -338,15 +346,46 @@ def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model()
     x[3, 1] = np.nan                                                  # missing cells read as the mean, 0
     y = x[:, 0] - 2 * np.nan_to_num(x[:, 1]) + 0.1 * rng.normal(size=60)
     c, q = linear_view(x, y, xq, classification=False, seed=3)
-    x0 = np.nan_to_num(x)
+    b, bq = _hand_basis(np.nan_to_num(x), xq)
     oof = np.empty(60)
-    for tr, va in KFold(FOLDS, shuffle=True, random_state=3).split(x0):
-        oof[va] = Ridge().fit(x0[tr], y[tr]).predict(x0[va])
-    full = Ridge().fit(x0, y).predict(xq)
+    for tr, va in KFold(FOLDS, shuffle=True, random_state=3).split(b):
+        oof[va] = Ridge().fit(b[tr], y[tr]).predict(b[va])
+    full = Ridge().fit(b, y).predict(bq)
     np.testing.assert_allclose(c, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(q, (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    assert not np.allclose(c, (Ridge().fit(x0, y).predict(x0) - oof.mean()) / oof.std(), atol=1e-3)  # no own label
+    assert not np.allclose(c, (Ridge().fit(b, y).predict(b) - oof.mean()) / oof.std(), atol=1e-3)  # no own label
     np.testing.assert_allclose(linear_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
+
+
+def test_linear_view_reads_curved_effects_and_heavy_tails_that_a_line_misses():
+    """The splines let the view follow a U-shaped effect (a line through it predicts nothing) and a
+    heavy-tailed feature whose effect saturates."""
+    from feat_engine.linear_view import linear_view
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(600, 3))
+    x[:, 1] = rng.standard_t(1.5, size=600).clip(-5, 5)              # standardised and clipped, as the runs get it
+    y = x[:, 0] ** 2 + np.tanh(3 * x[:, 1]) + 0.1 * rng.normal(size=600)
+    c, _ = linear_view(x, y, x[:5], classification=False, seed=0)
+    assert np.corrcoef(c, y)[0, 1] > 0.95
+    straight = np.c_[x, np.ones(600)] @ np.linalg.lstsq(np.c_[x, np.ones(600)], y, rcond=None)[0]
+    assert np.corrcoef(straight, y)[0, 1] < 0.8                        # what a line through the same columns reads
+
+
+def test_linear_view_fits_read_at_most_fit_rows(monkeypatch):
+    """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value."""
+    import feat_engine.linear_view as lv
+    from sklearn.linear_model import Ridge
+
+    seen = []
+    real_fit = Ridge.fit
+    monkeypatch.setattr(lv, "FIT_ROWS", 30)
+    monkeypatch.setattr(Ridge, "fit", lambda self, b, y: (seen.append(len(b)), real_fit(self, b, y))[1])
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(100, 2))
+    c, q = lv.linear_view(x, x[:, 0], x[:4], classification=False, seed=0)
+    assert seen == [30] * (lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
+    assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
 
 
 def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():
@@ -356,10 +395,11 @@ def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(80, 3))
-    y = (x[:, 0] > 0).astype(int)
+    y = (x[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
     c, q = linear_view(x, y, x[:5], classification=True, seed=0)
-    logit = LogisticRegression(max_iter=1000).fit(x, y).decision_function(x[:5])
-    assert np.corrcoef(q, logit)[0, 1] > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.9
+    b, bq = _hand_basis(x, x[:5])
+    logit = LogisticRegression(max_iter=1000).fit(b, y).decision_function(bq)
+    assert np.corrcoef(q, logit)[0, 1] > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.8
     assert linear_view(x, np.arange(80) % 3, x[:5], True, 0) is None          # three classes: no single target
     assert linear_view(x, (np.arange(80) == 0).astype(int), x[:5], True, 0) is None   # one row of a class
     assert linear_view(x[:9], x[:9, 0], x[:5], False, 0) is None               # too few rows for five folds
