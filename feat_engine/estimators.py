@@ -32,7 +32,6 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import map_runs, run, uses_bf16
-from .linear_view import linear_view
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
@@ -42,7 +41,7 @@ from .preprocess import (
 from .quantile_view import in_quantile_view, quantile_normal
 from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
-from .target_stats import with_target_stats
+from .run_inputs import RunInputs, fit_run_inputs
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
@@ -162,13 +161,14 @@ class _InContextBase(_FEATBase):
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
         """Preprocess the context X with model targets y (class indices or standardised values),
-        score feature relevance where it is used, and draw the members and their local contexts."""
+        score feature relevance where it is used, draw the members and their local contexts, and fit each
+        member's target statistics and linear view for every labelling its runs read (`run_inputs.py`)."""
         size = self.local_context
         if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
             raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
         self._fit_features(X)
         self.y_ = y
-        self.codes_ = self.preprocessor_.nominal_codes(X, "context")
+        codes = self.preprocessor_.nominal_codes(X, "context")
         n, d = self.context_.shape
         max_features = max(1, self._model()[1] - bool(self.linear_view))     # the linear view takes one slot
         n_ctx = n if self.max_context is None else min(n, self.max_context)
@@ -188,7 +188,27 @@ class _InContextBase(_FEATBase):
             for m in self.members_:
                 weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)[m.features]
                 m.local = local_contexts(self.context_[m.rows][:, m.features], size, weights, m.seed)
+        self.run_inputs_ = [{key: self._fit_run_inputs(m, key, codes[m.rows], classification) for key in self._labellings()}
+                            for m in self.members_]
         self.reading_ = self._reading()
+
+    def _labellings(self) -> list[int | None]:
+        """The labellings of the context the runs read: None for the target itself; the classifier's
+        one-vs-rest runs read class c against the rest (key c)."""
+        return [None]
+
+    def _labels(self, key: int | None) -> np.ndarray:
+        """The context's labels under labelling `key`."""
+        return self.y_ if key is None else (self.y_ == key).astype(np.int64)
+
+    def _fit_run_inputs(self, m: Member, key: int | None, codes: np.ndarray, classification: bool) -> RunInputs:
+        """Member m's target statistics (where the labels are one target: numbers, or 0/1) and linear view,
+        from the nominal level `codes` of its context rows."""
+        labels = self._labels(key)[m.rows]
+        single = not classification or key is not None or len(np.unique(self.y_)) <= 2
+        nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
+        return fit_run_inputs(self.context_[m.rows], codes, labels, m.features, nominal,
+                              classification, self.linear_view, m.seed)
 
     def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
         """Per-row held-out loss of a one-member fit of this estimator with a given reading, on the rows
@@ -248,19 +268,14 @@ class _InContextBase(_FEATBase):
         return sum(1 if r is None else len(np.unique(r)) for r in routes)
 
     def _in_context(
-        self, m: Member, route: np.ndarray | None, y: np.ndarray, xq: np.ndarray, cq: np.ndarray,
-        call: Call, steps: StepCounter, stats: bool = True, regression: bool = False,
+        self, m: Member, route: np.ndarray | None, key: int | None, xq: np.ndarray, cq: np.ndarray,
+        call: Call, steps: StepCounter, regression: bool = False,
     ) -> np.ndarray:
-        """Member m's output for every query row: target statistics against the run's labels y
-        (all context rows), the member's features, then one `call` on the whole context or one
-        per local part that some query row is routed to, the parts on all cores (`map_runs`)."""
-        ctx, yr = self.context_[m.rows], y[m.rows]
-        if stats:
-            ctx, xq = with_target_stats(ctx, yr, xq, self.codes_[m.rows], cq, self.preprocessor_.nominal_, m.seed)
-        view = linear_view(ctx, yr, xq, not regression, m.seed) if self.linear_view else None
-        ctx, q = ctx[:, m.features], xq[:, m.features]
-        if view is not None:
-            ctx, q = np.column_stack([view[0], ctx]), np.column_stack([view[1], q])
+        """Member m's output for every query row under labelling `key`: its fitted target statistics and
+        linear view (`run_inputs_`) applied, then one `call` on the whole context or one per local part
+        that some query row is routed to, the parts on all cores (`map_runs`)."""
+        inputs = self.run_inputs_[m.index][key]
+        ctx, q, yr = inputs.context(self.context_[m.rows]), inputs.queries(xq, cq), self._labels(key)[m.rows]
         if in_quantile_view(m):
             call = _in_quantile_view(call)
         if route is None:
@@ -350,12 +365,18 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self._fit_supervised(X.iloc[keep], self.encoder_.transform(y), classification=True)
         return self
 
+    def _labellings(self) -> list[int | None]:
+        """One run per member on the classes themselves (two classes, or `multiclass="head"`), else one
+        per class against the rest."""
+        k = len(self.classes_)
+        return [None] if k == 2 or self.multiclass == "head" else list(range(k))
+
     def predict_proba(self, X: Any) -> np.ndarray:
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
         xq, cq, routes = self._query_codes(X)
         model = self._model()[0]
         k = len(self.classes_)
-        one_run = k == 2 or self.multiclass == "head"
+        one_run = self._labellings() == [None]
         members = self.members_
         steps = StepCounter(self.progress, self._n_runs(routes) * (1 if one_run else k))
         proba = np.zeros((len(xq), k))
@@ -366,11 +387,10 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
                 return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self._engine(),
                                                               steps.callback(label + part))
             if one_run:
-                proba += self._in_context(m, route, self.y_, xq, cq, call(k, name), steps, stats=k == 2)
+                proba += self._in_context(m, route, None, xq, cq, call(k, name), steps)
             else:
                 scores = np.stack([
-                    self._in_context(m, route, (self.y_ == c).astype(np.int64), xq, cq,
-                                     call(2, f"{name}, class {c + 1}/{k}"), steps)[:, 1]
+                    self._in_context(m, route, c, xq, cq, call(2, f"{name}, class {c + 1}/{k}"), steps)[:, 1]
                     for c in range(k)], axis=1)
                 proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
@@ -413,7 +433,7 @@ class FEATRegressor(RegressorMixin, _InContextBase):
         pred = np.zeros(len(xq))
         for m, route in zip(members, routes):
             name = f"member {m.index + 1}/{len(members)}"
-            pred += self._in_context(m, route, self.y_, xq, cq, lambda ctx, y, q, part: run(
+            pred += self._in_context(m, route, None, xq, cq, lambda ctx, y, q, part: run(
                 model, ctx, y, q, "regression", column_ids=m.column_ids(model, ctx.shape[1]),
                 progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)
         return self.scaler_.inverse_transform(pred / len(members))

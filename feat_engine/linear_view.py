@@ -14,6 +14,8 @@ quantiles; the column is standardised on the context.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
@@ -27,17 +29,36 @@ FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the m
                     # per feature, settled long before, and the fits stay O(1) in the context's rows
 
 
-def additive_basis(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each column and its cubic B-splines (knots at the context's quantiles, linear beyond the outer
-    ones), for the context and the queries. The knots read the context's features, never its labels."""
-    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear").fit(x_ctx)
-    return np.hstack([x_ctx, splines.transform(x_ctx)]), np.hstack([x_query, splines.transform(x_query)])
+def basis(splines: SplineTransformer, x: np.ndarray) -> np.ndarray:
+    """Each column (missing cells at the mean, 0) and its B-splines (`splines`, fitted on the context)."""
+    x = np.nan_to_num(x)
+    return np.hstack([x, splines.transform(x)])
 
 
-def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, classification: bool,
-                seed: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(N,) out-of-fold additive-model predictions for the standardised (N, D) context and (M,) predictions
-    for the (M, D) queries, both standardised with the context's statistics. None where there is no single
+def _score(model: Ridge | LogisticRegression, b: np.ndarray) -> np.ndarray:
+    """Ridge's prediction, or logistic regression's logit."""
+    return model.decision_function(b) if isinstance(model, LogisticRegression) else model.predict(b)
+
+
+@dataclass
+class LinearView:
+    """The view fitted on one run's context: its column for the context rows, and the model for queries."""
+
+    context: np.ndarray                       # (N,) out-of-fold predictions, standardised (float32)
+    splines: SplineTransformer
+    model: Ridge | LogisticRegression         # fitted on every context row
+    mean: float                               # statistics of the out-of-fold predictions
+    std: float
+
+    def queries(self, x_query: np.ndarray) -> np.ndarray:
+        """(M,) the view of the (M, D) standardised query rows: each row's value depends on that row alone."""
+        s = _score(self.model, basis(self.splines, x_query))
+        return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
+
+
+def fit_linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> LinearView | None:
+    """The view of the standardised (N, D) context with labels y_ctx: out-of-fold additive-model predictions
+    for the context rows and the model fitted on all of them for the queries. None where there is no single
     target (more than two classes) or too few rows (or rows of a class) to cross-fit."""
     if classification:
         counts = np.bincount(np.asarray(y_ctx, dtype=np.int64))
@@ -49,7 +70,10 @@ def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, class
         if len(y_ctx) < 2 * FOLDS:
             return None
         folds = KFold(FOLDS, shuffle=True, random_state=seed)
-    b_ctx, b_query = additive_basis(np.nan_to_num(x_ctx), np.nan_to_num(x_query))
+    # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
+    # context's features, never its labels
+    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear").fit(np.nan_to_num(x_ctx))
+    b_ctx = basis(splines, x_ctx)
     rng = np.random.default_rng(seed)
 
     def fitted(rows: np.ndarray):
@@ -59,14 +83,10 @@ def linear_view(x_ctx: np.ndarray, y_ctx: np.ndarray, x_query: np.ndarray, class
         model = LogisticRegression(solver="newton-cholesky", max_iter=1000) if classification else Ridge()
         return model.fit(b_ctx[rows], y_ctx[rows])
 
-    def predict(model, b: np.ndarray) -> np.ndarray:
-        return model.decision_function(b) if classification else model.predict(b)
-
     s_ctx = np.empty(len(b_ctx))
     for train, held in folds.split(b_ctx, y_ctx):
-        s_ctx[held] = predict(fitted(train), b_ctx[held])
-    s_query = predict(fitted(np.arange(len(b_ctx))), b_query)
-    mean, std = s_ctx.mean(), s_ctx.std()
+        s_ctx[held] = _score(fitted(train), b_ctx[held])
+    full = fitted(np.arange(len(b_ctx)))
+    mean, std = float(s_ctx.mean()), float(s_ctx.std())
     std = std if std > 0 else 1.0
-    return (np.clip((s_ctx - mean) / std, -CLIP, CLIP).astype(np.float32),
-            np.clip((s_query - mean) / std, -CLIP, CLIP).astype(np.float32))
+    return LinearView(np.clip((s_ctx - mean) / std, -CLIP, CLIP).astype(np.float32), splines, full, mean, std)

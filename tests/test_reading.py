@@ -9,6 +9,7 @@ import feat_engine.local_context as lc_mod
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
+from feat_engine.linear_view import fit_linear_view
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
 from feat_engine.quantile_view import quantile_normal
 from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
@@ -332,6 +333,12 @@ def _hand_basis(x: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.c_[x, s.transform(x)], np.c_[xq, s.transform(xq)]
 
 
+def _view(x, y, xq, classification, seed):
+    """The fitted view's context column and its values for the queries xq (None where there is no view)."""
+    v = fit_linear_view(x, y, classification, seed)
+    return None if v is None else (v.context, v.queries(xq))
+
+
 def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
     """The context column holds each row's prediction by the ridge (over each feature and its B-splines) fitted
     on the other folds, the query column the ridge fitted on every context row, both standardised with the
@@ -339,13 +346,13 @@ def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model()
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold
 
-    from feat_engine.linear_view import FOLDS, linear_view
+    from feat_engine.linear_view import FOLDS
 
     rng = np.random.default_rng(0)
     x, xq = rng.normal(size=(60, 4)), rng.normal(size=(7, 4))
     x[3, 1] = np.nan                                                  # missing cells read as the mean, 0
     y = x[:, 0] - 2 * np.nan_to_num(x[:, 1]) + 0.1 * rng.normal(size=60)
-    c, q = linear_view(x, y, xq, classification=False, seed=3)
+    c, q = _view(x, y, xq, classification=False, seed=3)
     b, bq = _hand_basis(np.nan_to_num(x), xq)
     oof = np.empty(60)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=3).split(b):
@@ -354,19 +361,17 @@ def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model()
     np.testing.assert_allclose(c, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(q, (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     assert not np.allclose(c, (Ridge().fit(b, y).predict(b) - oof.mean()) / oof.std(), atol=1e-3)  # no own label
-    np.testing.assert_allclose(linear_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
+    np.testing.assert_allclose(_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
 
 
 def test_linear_view_reads_curved_effects_and_heavy_tails_that_a_line_misses():
     """The splines let the view follow a U-shaped effect (a line through it predicts nothing) and a
     heavy-tailed feature whose effect saturates."""
-    from feat_engine.linear_view import linear_view
-
     rng = np.random.default_rng(5)
     x = rng.normal(size=(600, 3))
     x[:, 1] = rng.standard_t(1.5, size=600).clip(-5, 5)              # standardised and clipped, as the runs get it
     y = x[:, 0] ** 2 + np.tanh(3 * x[:, 1]) + 0.1 * rng.normal(size=600)
-    c, _ = linear_view(x, y, x[:5], classification=False, seed=0)
+    c, _ = _view(x, y, x[:5], classification=False, seed=0)
     assert np.corrcoef(c, y)[0, 1] > 0.95
     straight = np.c_[x, np.ones(600)] @ np.linalg.lstsq(np.c_[x, np.ones(600)], y, rcond=None)[0]
     assert np.corrcoef(straight, y)[0, 1] < 0.8                        # what a line through the same columns reads
@@ -383,7 +388,7 @@ def test_linear_view_fits_read_at_most_fit_rows(monkeypatch):
     monkeypatch.setattr(Ridge, "fit", lambda self, b, y: (seen.append(len(b)), real_fit(self, b, y))[1])
     rng = np.random.default_rng(2)
     x = rng.normal(size=(100, 2))
-    c, q = lv.linear_view(x, x[:, 0], x[:4], classification=False, seed=0)
+    c, q = _view(x, x[:, 0], x[:4], classification=False, seed=0)
     assert seen == [30] * (lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
 
@@ -391,19 +396,17 @@ def test_linear_view_fits_read_at_most_fit_rows(monkeypatch):
 def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():
     from sklearn.linear_model import LogisticRegression
 
-    from feat_engine.linear_view import linear_view
-
     rng = np.random.default_rng(1)
     x = rng.normal(size=(80, 3))
     y = (x[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
-    c, q = linear_view(x, y, x[:5], classification=True, seed=0)
+    c, q = _view(x, y, x[:5], classification=True, seed=0)
     b, bq = _hand_basis(x, x[:5])
     logit = LogisticRegression(max_iter=1000).fit(b, y).decision_function(bq)
     assert np.corrcoef(q, logit)[0, 1] > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.8
-    assert linear_view(x, np.arange(80) % 3, x[:5], True, 0) is None          # three classes: no single target
-    assert linear_view(x, (np.arange(80) == 0).astype(int), x[:5], True, 0) is None   # one row of a class
-    assert linear_view(x[:9], x[:9, 0], x[:5], False, 0) is None               # too few rows for five folds
-    assert linear_view(x[:6], np.array([0, 1, 0, 1, 0, 1]), x[:2], True, 0) is not None  # folds fit the classes
+    assert _view(x, np.arange(80) % 3, x[:5], True, 0) is None          # three classes: no single target
+    assert _view(x, (np.arange(80) == 0).astype(int), x[:5], True, 0) is None   # one row of a class
+    assert _view(x[:9], x[:9, 0], x[:5], False, 0) is None               # too few rows for five folds
+    assert _view(x[:6], np.array([0, 1, 0, 1, 0, 1]), x[:2], True, 0) is not None  # folds fit the classes
 
 
 def test_the_linear_view_reaches_the_model_in_one_feature_slot(monkeypatch):
@@ -426,3 +429,39 @@ def test_the_linear_view_reaches_the_model_in_one_feature_slot(monkeypatch):
         p = FEATRegressor(n_estimators=1, linear_view=on).fit(X[:150], y[:150]).predict(X[150:])
         r2[on] = 1 - ((p - y[150:]) ** 2).mean() / y[150:].var()
     assert r2[True] > r2[False] + 0.1, r2
+
+
+def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(monkeypatch):
+    """Each member's target statistics and linear view are fitted once per labelling at `fit` (class c
+    against the rest for one-vs-rest runs); `predict` fits nothing, so repeated calls and the partitions
+    of a Dask frame do not pay for them again, and each run reads what fitting them at predict would give."""
+    import feat_engine.run_inputs as ri_mod
+
+    calls = []
+    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    rng = np.random.default_rng(6)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    X["shop"] = rng.choice([f"s{i}" for i in range(12)], 300)
+    y = np.array(list("xyz"))[(X["a"] > 0).astype(int) + (X["b"] > 1).astype(int)]
+    clf = FEATClassifier(n_estimators=2, local_context=None).fit(X[:240], y[:240])
+    reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:240], X["a"][:240] + X["b"][:240])
+
+    def refuse(*_, **__):
+        raise AssertionError("fitted at predict")
+    monkeypatch.setattr(ri_mod, "fit_linear_view", refuse)
+    monkeypatch.setattr(ri_mod, "fit_target_stats", refuse)
+    first = clf.predict_proba(X[240:])
+    np.testing.assert_array_equal(first, clf.predict_proba(X[240:]))
+    reg.predict(X[240:])
+    monkeypatch.undo()
+
+    m, c = clf.members_[0], 2                   # the first member's run on class "z" against the rest
+    ctx, q = calls[c]
+    labels = (clf.y_ == c).astype(np.int64)[m.rows]
+    pre = clf.preprocessor_
+    x_ctx, x_q = with_target_stats(clf.context_[m.rows], labels, pre.transform(X[240:], "query"),
+                                   pre.nominal_codes(X[:240])[m.rows], pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
+    view = fit_linear_view(x_ctx, labels, True, m.seed)
+    np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]]), atol=1e-6)
+    np.testing.assert_allclose(q, np.column_stack([view.queries(x_q), x_q[:, m.features]]), atol=1e-6)
+    assert len(clf.run_inputs_) == 2 and sorted(clf.run_inputs_[0]) == [0, 1, 2] and list(reg.run_inputs_[0]) == [None]

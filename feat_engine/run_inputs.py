@@ -1,0 +1,49 @@
+"""What a member's runs read beyond its features, fitted once at `fit`: the target statistics of the nominal
+columns (`target_stats.py`) and the linear view (`linear_view.py`), for one labelling of the context (the
+target, or one class against the rest). `predict` only applies them to the query rows, so repeated calls,
+and the partitions of a Dask frame, pay for the fits once (docs/design.md, "Fitted once").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .linear_view import LinearView, fit_linear_view
+from .target_stats import TargetStats, fit_target_stats
+
+
+@dataclass
+class RunInputs:
+    """One member's fitted statistics and view for one labelling of its context rows."""
+
+    features: np.ndarray            # the member's feature columns, in token order
+    stats: TargetStats | None
+    view: LinearView | None
+
+    def context(self, x_ctx: np.ndarray) -> np.ndarray:
+        """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
+        view's column (when there is one), then the member's features with nominal columns as statistics."""
+        x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
+        return self._with_view(x[:, self.features], None if self.view is None else self.view.context)
+
+    def queries(self, x_query: np.ndarray, codes_query: np.ndarray) -> np.ndarray:
+        """The same for (M, D) standardised query rows and their nominal level codes; each row's values
+        depend on that row alone."""
+        x = x_query if self.stats is None else self.stats.query_matrix(x_query, codes_query)
+        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x))
+
+    @staticmethod
+    def _with_view(x: np.ndarray, view: np.ndarray | None) -> np.ndarray:
+        return x if view is None else np.column_stack([view, x])
+
+
+def fit_run_inputs(x_ctx: np.ndarray, codes_ctx: np.ndarray, labels: np.ndarray, features: np.ndarray,
+                   nominal: np.ndarray, classification: bool, linear_view: bool, seed: int) -> RunInputs:
+    """Fit on a member's standardised (N, D) context rows, the level codes of its `nominal` columns (those
+    that get statistics: none where the labels are not one target) and one labelling: the statistics, then
+    the view on the context with them (when `linear_view`)."""
+    stats = fit_target_stats(codes_ctx, labels, nominal, seed)
+    x = x_ctx if stats is None else stats.context_matrix(x_ctx)
+    view = fit_linear_view(x, labels, classification, seed) if linear_view else None
+    return RunInputs(features, stats, view)
