@@ -26,7 +26,7 @@ class TargetStats:
     encoder fitted on all of them for the queries; both standardised with the context values' statistics."""
 
     columns: np.ndarray          # the feature columns the statistics replace
-    context: np.ndarray          # (N, len(columns)) standardised cross-fitted statistics
+    context: np.ndarray          # (N, len(columns)) standardised cross-fitted statistics (float32, as the features)
     encoder: TargetEncoder
     mean: np.ndarray
     std: np.ndarray
@@ -54,7 +54,7 @@ def fit_target_stats(codes_ctx: np.ndarray, y_ctx: np.ndarray, columns: np.ndarr
     s_ctx = enc.fit_transform(codes_ctx, np.asarray(y_ctx, dtype=np.float64))
     mean, std = s_ctx.mean(axis=0), s_ctx.std(axis=0)
     std[std == 0] = 1.0
-    return TargetStats(np.asarray(columns), np.clip((s_ctx - mean) / std, -CLIP, CLIP), enc, mean, std)
+    return TargetStats(np.asarray(columns), np.clip((s_ctx - mean) / std, -CLIP, CLIP).astype(np.float32), enc, mean, std)
 
 
 def with_target_stats(
