@@ -87,9 +87,9 @@ def test_query_reads_final_states(N, M):
 
 
 def test_query_with_autograd_matches_dense_reference():
-    """Training decodes queries with autograd on, through the stacked (not the buffered) fusion: the
-    same output, and the Jacobians with respect to the query and the context rows equal the dense
-    operators' (a mistake in either branch, or an in-place op autograd cannot see, shows here)."""
+    """Training decodes queries with autograd on: the same output as without it, and the Jacobians with
+    respect to the query and the context rows equal the dense operators' (an in-place update autograd
+    cannot see, or a read of the wrong state, shows here)."""
     m = make_afbm(seed=7, chunk=2)
     g = torch.Generator().manual_seed(7)
     u_ctx, u_q = torch.randn(1, 5, 16, generator=g), torch.randn(1, 3, 16, generator=g)
