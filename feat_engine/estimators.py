@@ -205,7 +205,7 @@ class _InContextBase(_FEATBase):
         """Member m's target statistics (where the labels are one target: numbers, or 0/1) and linear view,
         from the nominal level `codes` of its context rows."""
         labels = self._labels(key)[m.rows]
-        single = not classification or key is not None or len(np.unique(self.y_)) <= 2
+        single = not classification or key is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         return fit_run_inputs(self.context_[m.rows], codes, labels, m.features, nominal,
                               classification, self.linear_view, m.seed)
@@ -376,7 +376,8 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         xq, cq, routes = self._query_codes(X)
         model = self._model()[0]
         k = len(self.classes_)
-        one_run = self._labellings() == [None]
+        keys = self._labellings()
+        one_run = keys == [None]
         members = self.members_
         steps = StepCounter(self.progress, self._n_runs(routes) * (1 if one_run else k))
         proba = np.zeros((len(xq), k))
@@ -391,7 +392,7 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
             else:
                 scores = np.stack([
                     self._in_context(m, route, c, xq, cq, call(2, f"{name}, class {c + 1}/{k}"), steps)[:, 1]
-                    for c in range(k)], axis=1)
+                    for c in keys], axis=1)
                 proba += scores / scores.sum(axis=1, keepdims=True)
         return proba / len(members)
 
