@@ -76,6 +76,9 @@ class PriorConfig:
     p_nominal: float = 0.0        # share of synthetic tables with a many-level nominal column that moves the target
     p_local: float = 0.0          # share of synthetic tables that are a local part of a 4x larger one
     p_quantile: float = 0.0       # share of supervised batches handed over in the quantile view (quantile_view.py)
+    p_view: float = 0.0           # share of supervised batches with the linear view as a first column (linear_view.py)
+    p_wide: float = 0.0           # share of supervised batches whose synthetic tables are cut to the width by relevance
+    max_wide_features: int = 64   # features a wide table is drawn with, at most
     max_missing_rate: float = 0.3
     mask_rate: tuple[float, float] = (0.05, 0.2)   # reconstruction masks on query rows
     p_impute_only: float = 0.1                      # batches where all rows are context and unlabelled

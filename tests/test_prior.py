@@ -174,6 +174,68 @@ def test_quantile_share_hands_supervised_batches_over_in_the_quantile_view(monke
     assert supervised > 0
 
 
+def test_view_share_hands_tables_over_with_the_linear_view_first(monkeypatch):
+    """In a view batch every table's first column is the linear view fitted on its context (the spy's
+    own view, for context and query rows), it is never masked, and multiclass tables come as one
+    one-vs-rest run; off by default."""
+    calls, fit = [], batches.fit_linear_view
+
+    def spy(x, y, classification, seed):
+        view, seen = fit(x, y, classification, seed), {}
+        if view is not None:                             # record what the queries' column was made of
+            queries = view.queries
+            view.queries = lambda xq: seen.setdefault("out", (xq.copy(), queries(xq)))[1]
+        calls.append((x.copy(), view, seen))
+        return view
+    monkeypatch.setattr(batches, "fit_linear_view", spy)
+    plain = PriorConfig(max_rows=256, max_features=6, p_real=0.0)
+    for i in range(4):
+        make_batch(5, i, plain, None)
+    assert calls == []
+    supervised = 0
+    for i in range(10):
+        calls.clear()
+        bt = make_batch(5, i, replace(plain, p_view=1.0), None)
+        if bt.task is None:                              # imputation batches have no target, so no view
+            assert calls == []
+            continue
+        supervised += 1
+        assert len(calls) == len(bt.x_true) and bt.x.shape[2] <= plain.max_features
+        for t, (x_ctx, view, seen) in enumerate(calls):
+            np.testing.assert_allclose(bt.x_true[t, :bt.n_ctx, 1:], x_ctx, atol=1e-6)
+            if view is not None:
+                xq, col = seen["out"]
+                np.testing.assert_allclose(bt.x_true[t, :bt.n_ctx, 0], view.context, atol=1e-6)
+                np.testing.assert_allclose(bt.x_true[t, bt.n_ctx:, 1:], xq, atol=1e-6)
+                np.testing.assert_allclose(bt.x_true[t, bt.n_ctx:, 0], col, atol=1e-6)
+        assert not bt.recon[:, :, 0].any() and np.isfinite(bt.x[:, :, 0]).all()
+        if bt.task == "classification":
+            assert (bt.n_classes == 2).all() and set(np.unique(bt.y)) <= {0.0, 1.0}
+    assert supervised >= 3
+
+
+def test_wide_share_cuts_wider_tables_to_the_most_relevant_features(monkeypatch):
+    """Wide batches draw more features than the width and keep the relevance-ranked ones: four signal
+    features among 40 all reach every table, where a random 24 of 40 keeps all four about one time in nine."""
+    def table(rng, n, d, task, *args, **kwargs):
+        X = rng.normal(size=(n, d))
+        y = X[:, :4].sum(1) + 0.3 * rng.normal(size=n)
+        return SCMTable(X, y, task, 0, np.zeros((d, d), bool), "test", np.empty(0, np.int64))
+
+    monkeypatch.setattr(batches, "sample_scm", table)
+    cfg = PriorConfig(min_rows=300, max_rows=400, p_real=0.0, p_classification=0.0, p_impute_only=0.0, p_wide=1.0,
+                      max_wide_features=40)
+    checked = 0
+    for i in range(4):
+        bt = make_batch(2, i, cfg, None)
+        assert bt.x.shape[2] == cfg.max_features
+        for x, y in zip(bt.x_true, bt.y):
+            corr = np.abs([np.corrcoef(x[:, j], y)[0, 1] for j in range(x.shape[1])])
+            assert (corr > 0.3).sum() == 4
+            checked += 1
+    assert checked >= 4
+
+
 def test_standardise_uses_context_statistics_only():
     X = np.vstack([np.ones((10, 2)) * [1.0, 5.0] + np.arange(10)[:, None], np.full((5, 2), 1000.0)])
     Z = standardise(X, 10)

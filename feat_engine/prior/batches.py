@@ -17,8 +17,11 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
+from ..ensemble import ranked_features
+from ..linear_view import fit_linear_view
 from ..preprocess import standardise
 from ..quantile_view import quantile_normal
+from ..relevance import relevance
 from ..target_stats import with_target_stats
 from .masks import make_mask
 from .real import TableRef, allowlist, sample_real_task
@@ -85,21 +88,23 @@ def local_part(X: np.ndarray, n: int, nominal: np.ndarray, rng: np.random.Genera
     return np.argpartition(dist, n - 1)[:n]
 
 
-def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int):
-    """One (X, y, n_classes, nominal feature indices) table or None when the draw is rejected."""
+def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int, wide: bool = False):
+    """One (X, y, n_classes, nominal feature indices) table or None when the draw is rejected. A `wide`
+    synthetic table is drawn with more than d features and cut to d by relevance (`_ranked`)."""
+    d_raw = int(rng.integers(d + 1, cfg.max_wide_features + 1)) if wide and not real else d
     if real:
         t = sample_real_task(rng, refs, task, n, d, cfg.max_classes)
         if t is None:
             return None
     else:
         local = cfg.p_local > 0 and rng.uniform() < cfg.p_local
-        t = sample_scm(rng, LOCAL_POOL * n if local else n, d, task, _n_classes(rng, cfg), cfg.p_categorical_table,
-                       cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive, cfg.p_linear, cfg.p_tree,
-                       cfg.p_nominal)
+        t = sample_scm(rng, LOCAL_POOL * n if local else n, d_raw, task, _n_classes(rng, cfg),
+                       cfg.p_categorical_table, cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive, cfg.p_linear,
+                       cfg.p_tree, cfg.p_nominal)
         if local:
             rows = local_part(t.X, n, t.nominal, rng)
             t = replace(t, X=t.X[rows], y=t.y[rows])
-    perm, fperm = rng.permutation(n), rng.permutation(d)
+    perm, fperm = rng.permutation(n), rng.permutation(d_raw)
     X, y = t.X[perm][:, fperm], t.y[perm]
     nominal = np.flatnonzero(np.isin(fperm, t.nominal))
     k = 0
@@ -108,25 +113,68 @@ def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int):
         if out is None:
             return None
         y, k = out
+    if d_raw > d:
+        X, nominal = _ranked(X, y, n_ctx, task, nominal, d, rng)
     if not real and not _has_signal(X, y, n_ctx, task) and rng.uniform() < 0.9:
         return None
     return X, y, k, nominal
 
 
+def _ranked(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str, nominal: np.ndarray, width: int,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The `width` columns an estimator's member takes from a wider table: relevance scored on the context
+    rows (`relevance.relevance`), then the most relevant and a relevance-weighted draw of the rest in a
+    random order (`ensemble.ranked_features`, as `plan_members` calls it); and the nominal columns' new
+    positions."""
+    score = relevance(standardise(X, n_ctx)[:n_ctx], y[:n_ctx], task == "classification", nominal,
+                      int(rng.integers(2**31 - 1)))
+    feats = rng.permutation(ranked_features(score, width, rng))
+    return X[:, feats], np.flatnonzero(np.isin(feats, nominal))
+
+
+def _with_view(Xs: np.ndarray, y: np.ndarray, n_ctx: int, task: str, seed: int) -> np.ndarray:
+    """The standardised table with the linear view (`linear_view.fit_linear_view`, cross-fitted on the
+    context rows) as its first column, as the estimators' runs read it; a column of zeros where the view
+    cannot be fitted (a class with a single context row)."""
+    view = fit_linear_view(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
+    col = np.zeros(len(Xs), np.float32)
+    if view is not None:
+        col[:n_ctx], col[n_ctx:] = view.context, view.queries(Xs[n_ctx:])
+    return np.column_stack([col, Xs])
+
+
+def _one_vs_rest(y: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """A multiclass table's labels as one of its one-vs-rest runs reads them: a random class against the
+    rest (every class is in the context, so both labels are)."""
+    if k <= 2:
+        return y, k
+    return (y == rng.integers(k)).astype(float), 2
+
+
 def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
-    """Batch `index` of the stream with `seed`: deterministic in (seed, index)."""
+    """Batch `index` of the stream with `seed`: deterministic in (seed, index). A share `p_view` of the
+    supervised batches hand each table over with the linear view as its first column (multiclass tables
+    as one-vs-rest runs) and `p_wide` give their synthetic tables more features than the batch's width,
+    cut to it by relevance: what the estimators hand the model."""
     rng = np.random.default_rng([seed, index])
     n, d, n_ctx, b = _shape(rng, cfg, tokens)
     impute_only = rng.uniform() < cfg.p_impute_only
     task = "classification" if rng.uniform() < cfg.p_classification else "regression"
     real = bool(refs) and rng.uniform() < cfg.p_real
+    view = not impute_only and cfg.p_view > 0 and rng.uniform() < cfg.p_view
+    wide = not impute_only and cfg.p_wide > 0 and rng.uniform() < cfg.p_wide
+    if wide:              # the width a member of a wider table reads: the model's, less the view's slot
+        d = cfg.max_features - view
+        b = int(np.clip(tokens // (n * (d + 1 + view)), 1, 64))
+    elif view and d == cfg.max_features:
+        d -= 1
     if impute_only:
         n_ctx = n
     tables = []
     for _ in range(50 * b):
         if len(tables) == b:
             break
-        t = _table(rng, cfg, refs, real, task, n, d, n_ctx if not impute_only else max(8, n // 2))
+        t = _table(rng, cfg, refs, real, task, n, d, n_ctx if not impute_only else max(8, n // 2), wide)
         if t is None and real:
             real = len(tables) > 0 and rng.uniform() < 0.5   # this shape fits few real tables
             continue
@@ -141,20 +189,26 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
     for X, y, k, nominal in tables:
         Xs = standardise(X, n_ctx)
         y = y if task == "classification" else _standardise_target(y, n_ctx)
+        if view:
+            y, k = _one_vs_rest(y, k, rng)
         if not impute_only and k <= 2 and len(nominal):    # as the estimators hand nominal columns over
             Xs[:n_ctx], Xs[n_ctx:] = with_target_stats(Xs[:n_ctx], y[:n_ctx], Xs[n_ctx:], X[:n_ctx, nominal],
                                                        X[n_ctx:, nominal], nominal, int(rng.integers(2**31 - 1)))
+        if view:
+            Xs = _with_view(Xs, y, n_ctx, task, int(rng.integers(2**31 - 1)))
         if quantile:
             Xs[:n_ctx], Xs[n_ctx:] = quantile_normal(Xs[:n_ctx], Xs[n_ctx:])
         ys.append(y)
         rate = rng.uniform(lo, hi) if not impute_only else rng.uniform(0.1, 0.3)
-        m = np.zeros((n, d), dtype=bool)
+        w = Xs.shape[1]
+        m = np.zeros((n, w), dtype=bool)
         if n_ctx < n:
-            m[n_ctx:] = make_mask((n - n_ctx, d), rate, rng, cfg.mask_mix)
-            m[:n_ctx] = make_mask((n_ctx, d), rate / 2, rng, cfg.mask_mix)
+            m[n_ctx:] = make_mask((n - n_ctx, w), rate, rng, cfg.mask_mix)
+            m[:n_ctx] = make_mask((n_ctx, w), rate / 2, rng, cfg.mask_mix)
         else:
-            m[:] = make_mask((n, d), rate, rng, cfg.mask_mix)
+            m[:] = make_mask((n, w), rate, rng, cfg.mask_mix)
         m &= np.isfinite(Xs)
+        m[:, 0] &= not view                               # the view is never missing in the estimators' runs
         xin = Xs.copy()
         xin[m] = np.nan
         xs.append(xin), xt.append(Xs), rec.append(m), ks.append(k)
