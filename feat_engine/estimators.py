@@ -42,6 +42,7 @@ from .quantile_view import in_quantile_view, quantile_normal
 from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .run_inputs import RunInputs, fit_run_inputs
+from .state_cache import StateCache
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
@@ -191,6 +192,11 @@ class _InContextBase(_FEATBase):
         self.run_inputs_ = [{key: self._fit_run_inputs(m, key, codes[m.rows], classification) for key in self._labellings()}
                             for m in self.members_]
         self.reading_ = self._reading()
+        self._states = StateCache()
+
+    def _engine(self) -> dict[str, Any]:
+        """The device, precision and kept context states (`state_cache.py`) of every engine run."""
+        return {**super()._engine(), "cache": self._states}
 
     def _labellings(self) -> list[int | None]:
         """The labellings of the context the runs read: None for the target itself; the classifier's

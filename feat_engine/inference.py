@@ -21,6 +21,7 @@ from torch import Tensor
 
 from .config import InferenceConfig
 from .model import FEAT
+from .state_cache import StateCache, cache_setting
 
 Progress = Callable[[int, int, str], None]
 T, R = TypeVar("T"), TypeVar("R")
@@ -109,11 +110,14 @@ def run(
     want_recon: bool = False,
     want_attention: bool = False,
     progress: Progress | None = None,
+    cache: StateCache | None = None,
 ) -> RunResult:
     """Predict one table: (N, D) context (+ labels), then (M, D) query rows.
 
     x values are preprocessed floats with NaN for missing cells. `y_ctx` holds class
     indices or standardised targets; None makes every row unlabelled context (imputation).
+    With a `cache`, a run that wants only the task heads takes the context's states from it
+    when it holds them (the same numbers, bit for bit) and leaves them there otherwise.
     """
     dev = resolve_device(device)
     model = model.to(dev).eval()
@@ -132,12 +136,22 @@ def run(
     label_only = not (want_recon or want_attention)   # the task heads read the query label tokens alone
     with _autocast(dev, cfg.autocast_bf16):
         cols = min(cfg.col_chunk, column_chunk(N, D + 1, model.cfg.d_model))
-        h, states, attn = model.encode_context(
-            x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
-            row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
-            on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
-            label_only=label_only,
-        )
+        key = None
+        if cache is not None and label_only and y is not None:
+            key = cache.key(x_ctx, y, task, column_ids, cache_setting(model, dev, cfg, cols))
+        states = None if key is None else cache.get(key)
+        h, attn = None, None
+        if states is None:
+            h, states, attn = model.encode_context(
+                x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
+                row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
+                on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
+                label_only=label_only,
+            )
+            if key is not None:
+                cache.put(key, states)
+        else:
+            say(model.cfg.n_blocks, total, f"{N} context rows read before")
         recon = model.reconstruct(h)[0].cpu().numpy() if want_recon else None
         del h
         logits, preds = [], []

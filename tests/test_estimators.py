@@ -278,3 +278,79 @@ def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16_natively(nati
     other = FEATRegressor(n_estimators=1, device="cpu", precision="fp32" if native else "bf16").fit(X[:60], y[:60])
     np.testing.assert_array_equal(auto, same.predict(X[60:]))
     assert not np.array_equal(auto, other.predict(X[60:]))
+
+
+def _counting_encodes(monkeypatch) -> list[int]:
+    """A counter of context encodings (every engine run that does not find its states kept)."""
+    from feat_engine.model.feat import FEAT
+
+    count, encode = [0], FEAT.encode_context
+
+    def counted(self, *a, **k):
+        count[0] += 1
+        return encode(self, *a, **k)
+    monkeypatch.setattr(FEAT, "encode_context", counted)
+    return count
+
+
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
+def test_kept_context_states_give_the_same_numbers_without_encoding_again(Est, monkeypatch):
+    """A fitted estimator keeps each run's context states (`state_cache.py`): a second predict, and
+    queries one row at a time, encode no context and give, bit for bit, what an estimator that keeps
+    nothing gives; the states depend on the precision, so changing it reads the contexts anew."""
+    from feat_engine.state_cache import StateCache
+
+    count = _counting_encodes(monkeypatch)
+    rng = np.random.default_rng(12)
+    X = pd.DataFrame(rng.normal(size=(700, 4)), columns=list("abcd"))
+    y = X["a"].to_numpy() + np.sin(3 * X["b"].to_numpy())
+    y = y if Est is FEATRegressor else np.array(list("xyz"))[(y > 0).astype(int) + (y > 1).astype(int)]
+    out = (lambda e, q: e.predict(q)) if Est is FEATRegressor else (lambda e, q: e.predict_proba(q))
+    est = Est(n_estimators=2, local_context=128).fit(X[:600], y[:600])
+    plain = Est(n_estimators=2, local_context=128).fit(X[:600], y[:600])
+    plain._states = StateCache(max_bytes=0)                  # keeps nothing: every run encodes its context
+    first = out(est, X[600:])
+    runs = count[0]
+    assert runs > 2 * len(est.members_) and len(est._states) == runs
+    count[0] = 0
+    np.testing.assert_array_equal(out(est, X[600:]), first)
+    for i in (0, 7, 42):
+        np.testing.assert_array_equal(out(est, X[600 + i:601 + i])[0], first[i])
+    assert count[0] == 0
+    np.testing.assert_array_equal(out(plain, X[600:]), first)
+    assert count[0] == runs and len(plain._states) == 0
+    est.set_params(precision="fp32")
+    plain.set_params(precision="fp32")
+    count[0] = 0
+    np.testing.assert_array_equal(out(est, X[600:]), out(plain, X[600:]))
+    assert count[0] == 2 * runs
+
+
+def test_kept_states_respect_their_budget_and_never_travel_in_a_pickle():
+    import pickle
+
+    import torch
+
+    from feat_engine.state_cache import StateCache
+
+    cache = StateCache(max_bytes=3 * 400)
+    states = [(torch.zeros(10, 10),)]                        # 400 bytes
+    keys = [StateCache.key(torch.full((2, 3), float(i)), None, "regression", torch.eye(3), ("m",)) for i in range(5)]
+    assert len(set(keys)) == 5
+    for k in keys:
+        cache.put(k, states)
+    assert len(cache) == 3 and cache.nbytes == 1200 and cache.get(keys[3]) is None and cache.get(keys[0]) is states
+    assert StateCache.key(torch.zeros(2, 3), None, "regression", torch.eye(3), ("m",)) == keys[0]
+    assert StateCache.key(torch.zeros(2, 3), None, "classification", torch.eye(3), ("m",)) != keys[0]
+    assert StateCache.key(torch.zeros(2, 3), torch.ones(1, 2), "regression", torch.eye(3), ("m",)) != keys[0]
+    assert StateCache.key(torch.zeros(2, 3), None, "regression", torch.eye(3), ("other model",)) != keys[0]
+    copy = pickle.loads(pickle.dumps(cache))
+    assert len(copy) == 0 and copy.max_bytes == cache.max_bytes
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    est = FEATRegressor(n_estimators=1).fit(X[:250], y[:250])
+    size = len(pickle.dumps(est))
+    pred = est.predict(X[250:])
+    assert len(est._states) == 1 and len(pickle.dumps(est)) == size
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(X[250:]), pred)
