@@ -236,6 +236,22 @@ def test_wide_share_cuts_wider_tables_to_the_most_relevant_features(monkeypatch)
     assert checked >= 4
 
 
+def test_wide_batches_of_real_tables_ask_for_more_columns_than_the_width(monkeypatch):
+    """Real tables in a wide batch are drawn with more columns than the width (the allowlist holds 90 tables
+    of 26 columns or more) and cut by relevance like the synthetic ones."""
+    asked, sample = [], real.sample_real_task
+
+    def spy(rng, refs, task, n_rows, n_features, *args, **kwargs):
+        asked.append(n_features)
+        return sample(rng, refs, task, n_rows, n_features, *args, **kwargs)
+    monkeypatch.setattr(batches, "sample_real_task", spy)
+    refs = [r for r in real.allowlist() if r.cols >= 30 and r.rows >= 400][:20]
+    cfg = PriorConfig(min_rows=128, max_rows=256, p_real=1.0, p_impute_only=0.0, p_wide=1.0, max_wide_features=28)
+    sources = [make_batch(4, i, cfg, refs) for i in range(6)]
+    assert asked and min(asked) > cfg.max_features
+    assert any(b.source == "real" for b in sources) and all(b.x.shape[2] == cfg.max_features for b in sources)
+
+
 def test_standardise_uses_context_statistics_only():
     X = np.vstack([np.ones((10, 2)) * [1.0, 5.0] + np.arange(10)[:, None], np.full((5, 2), 1000.0)])
     Z = standardise(X, 10)

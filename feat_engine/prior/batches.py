@@ -90,10 +90,10 @@ def local_part(X: np.ndarray, n: int, nominal: np.ndarray, rng: np.random.Genera
 
 def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int, wide: bool = False):
     """One (X, y, n_classes, nominal feature indices) table or None when the draw is rejected. A `wide`
-    synthetic table is drawn with more than d features and cut to d by relevance (`_ranked`)."""
-    d_raw = int(rng.integers(d + 1, cfg.max_wide_features + 1)) if wide and not real else d
+    table is drawn with more than d features and cut to d by relevance (`_ranked`)."""
+    d_raw = int(rng.integers(d + 1, cfg.max_wide_features + 1)) if wide else d
     if real:
-        t = sample_real_task(rng, refs, task, n, d, cfg.max_classes)
+        t = sample_real_task(rng, refs, task, n, d_raw, cfg.max_classes)
         if t is None:
             return None
     else:
@@ -154,8 +154,8 @@ def _one_vs_rest(y: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.nd
 def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
     """Batch `index` of the stream with `seed`: deterministic in (seed, index). A share `p_view` of the
     supervised batches hand each table over with the linear view as its first column (multiclass tables
-    as one-vs-rest runs) and `p_wide` give their synthetic tables more features than the batch's width,
-    cut to it by relevance: what the estimators hand the model."""
+    as one-vs-rest runs) and `p_wide` draw their tables with more features than the batch's width, cut
+    to it by relevance: what the estimators hand the model."""
     rng = np.random.default_rng([seed, index])
     n, d, n_ctx, b = _shape(rng, cfg, tokens)
     impute_only = rng.uniform() < cfg.p_impute_only
