@@ -75,6 +75,7 @@ class PriorConfig:
     p_tree: float = 0.0           # ... with a sum of random oblivious trees over the observed features
     p_nominal: float = 0.0        # share of synthetic tables with a many-level nominal column that moves the target
     p_local: float = 0.0          # share of synthetic tables that are a local part of a 4x larger one
+    max_local_pool: int = 4       # ... or of one up to this many times larger (batches.LOCAL_POOL_ROWS rows at most)
     p_quantile: float = 0.0       # share of supervised batches handed over in the quantile view (quantile_view.py)
     p_view: float = 0.0           # share of supervised batches with the linear view as a first column (linear_view.py)
     p_wide: float = 0.0           # share of supervised batches whose synthetic tables are cut to the width by relevance

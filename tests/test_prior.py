@@ -141,11 +141,27 @@ def test_local_part_is_the_rows_nearest_one_row_ignoring_nominal_columns():
     assert np.all(X[rows, :2].std(0) < 0.8 * X[:, :2].std(0))   # a part is narrower than the table
 
 
-def test_local_share_builds_batches_of_parts():
-    cfg = PriorConfig(max_rows=128, max_features=6, p_real=0.0, p_local=1.0)
-    for i in range(6):
-        bt = make_batch(3, i, cfg, None)
-        assert bt.x.shape[:2] == bt.y.shape and np.isfinite(bt.y).all()
+def test_local_share_builds_batches_of_parts(monkeypatch):
+    """Parts are cut from tables 4x larger, or with `max_local_pool` from tables up to that many times larger
+    (a spread of sizes, as a part of 1,024 rows is of contexts of 2,048 to 500,000 rows at inference)."""
+    drawn, sample = [], batches.sample_scm
+
+    def spy(rng, n, d, *args, **kwargs):
+        drawn.append(n)
+        return sample(rng, n, d, *args, **kwargs)
+    monkeypatch.setattr(batches, "sample_scm", spy)
+    cfg = PriorConfig(min_rows=100, max_rows=128, max_features=6, p_real=0.0, p_local=1.0)
+    for pool in (4, 64):
+        ratios = []
+        for i in range(6):
+            drawn.clear()
+            bt = make_batch(3, i, replace(cfg, max_local_pool=pool), None)
+            assert bt.x.shape[:2] == bt.y.shape and np.isfinite(bt.y).all()
+            ratios += [m / bt.x.shape[1] for m in drawn]
+        if pool == 4:
+            assert set(ratios) == {4.0}
+        else:
+            assert min(ratios) >= 3.5 and max(ratios) <= 64.5 and max(ratios) > 16
 
 
 def test_quantile_share_hands_supervised_batches_over_in_the_quantile_view(monkeypatch):

@@ -75,7 +75,18 @@ def _compact_labels(y: np.ndarray, n_ctx: int) -> tuple[np.ndarray, int] | None:
     return np.searchsorted(present, y).astype(float), len(present)
 
 
-LOCAL_POOL = 4      # a local part is drawn from a table this many times larger
+LOCAL_POOL = 4              # a local part is drawn from a table this many times larger (at least)
+LOCAL_POOL_ROWS = 65_536    # rows of the table a part is cut from, at most (a 65k-row table takes 0.2 s)
+
+
+def _pool(rng: np.random.Generator, cfg: PriorConfig, n: int) -> int:
+    """How many times larger than its n rows the table a local part is cut from is: LOCAL_POOL, or with
+    `max_local_pool` above it log-uniform up to that (and LOCAL_POOL_ROWS rows). At inference a part of
+    1,024 rows is 1 / 2 to 1 / 500 of its context, not a fixed quarter."""
+    top = min(cfg.max_local_pool, LOCAL_POOL_ROWS // n)
+    if top <= LOCAL_POOL:
+        return LOCAL_POOL
+    return int(round(np.exp(rng.uniform(np.log(LOCAL_POOL), np.log(top)))))
 
 
 def local_part(X: np.ndarray, n: int, nominal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -98,7 +109,7 @@ def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int, wi
             return None
     else:
         local = cfg.p_local > 0 and rng.uniform() < cfg.p_local
-        t = sample_scm(rng, LOCAL_POOL * n if local else n, d_raw, task, _n_classes(rng, cfg),
+        t = sample_scm(rng, _pool(rng, cfg, n) * n if local else n, d_raw, task, _n_classes(rng, cfg),
                        cfg.p_categorical_table, cfg.p_missing_table, cfg.max_missing_rate, cfg.p_additive, cfg.p_linear,
                        cfg.p_tree, cfg.p_nominal)
         if local:
