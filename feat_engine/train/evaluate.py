@@ -152,8 +152,8 @@ def baseline_scores(tasks: list[EvalTask]) -> dict[str, dict[str, float]]:
 
 def feat_scores(model: FEAT, tasks: list[EvalTask], bf16: bool = False) -> dict[str, float]:
     """Zero-shot FEAT on each task, read as the estimators read a table with one member (their defaults
-    otherwise: the linear view, one-vs-rest classes, relevance-ranked features past the width, a seeded S-DFE
-    draw), on the device the model is on: the checkpoint is chosen by what it will be shipped for."""
+    otherwise: the linear view, one-vs-rest classes, relevance-ranked features past the width), on the device
+    the model is on: the checkpoint is chosen by the reading it will be shipped for."""
     from ..estimators import FEATClassifier, FEATRegressor
 
     kw = {"n_estimators": 1, "checkpoint": model, "device": str(next(model.parameters()).device),
