@@ -1,6 +1,6 @@
 """Context states kept between engine runs (docs/design.md, "Context states kept").
 
-A run encodes its context rows into per-block states of a fixed size (about 55 KB per column in fp32,
+A run encodes its context rows into per-block states of a fixed size (about 50 KB per column,
 whatever the number of rows), then decodes the query rows from them alone. A fitted estimator reads the
 same contexts (its members' local parts, or their whole contexts) at every `predict` call, so it keeps the
 states it encoded: a second call, another method on the same rows, one query row at a time, or the next
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-MAX_BYTES = 512 * 2**20     # about 800 local parts of 12 columns
+MAX_BYTES = 512 * 2**20     # about 880 local parts of 11 features and the label (0.61 MB each)
 
 
 def _nbytes(obj: Any) -> int:
@@ -47,7 +47,7 @@ class StateCache:
             if t is not None:
                 a = t.detach().cpu().contiguous()
                 h.update(str((a.dtype, tuple(a.shape))).encode())
-                h.update(a.view(torch.uint8).numpy().tobytes() if a.numel() else b"")
+                h.update(a.view(torch.uint8).numpy())
         h.update(repr((task, setting)).encode())
         return h.digest()
 

@@ -58,8 +58,13 @@ def _shape(rng: np.random.Generator, cfg: PriorConfig, tokens: int) -> tuple[int
     d = cfg.min_features + int((cfg.max_features - cfg.min_features + 1) * rng.uniform() ** 1.5)
     d = min(d, cfg.max_features)
     n_ctx = int(np.clip(rng.uniform(cfg.min_ctx_frac, cfg.max_ctx_frac) * n, 8, n - cfg.min_query))
-    b = int(np.clip(tokens // (n * (d + 1)), 1, 64))   # one table when a table alone passes the budget
-    return n, d, n_ctx, b
+    return n, d, n_ctx, _tables(tokens, n, d + 1)
+
+
+def _tables(tokens: int, n: int, width: int) -> int:
+    """Tables of n rows and `width` tokens a row (features and label) in a batch of about `tokens` cells;
+    one when a table alone passes the budget."""
+    return int(np.clip(tokens // (n * width), 1, 64))
 
 
 def _n_classes(rng: np.random.Generator, cfg: PriorConfig) -> int:
@@ -176,7 +181,7 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
     wide = not impute_only and cfg.p_wide > 0 and rng.uniform() < cfg.p_wide
     if wide:              # the width a member of a wider table reads: the model's, less the view's slot
         d = cfg.max_features - view
-        b = int(np.clip(tokens // (n * (d + 1 + view)), 1, 64))
+        b = _tables(tokens, n, d + 1 + view)
     elif view and d == cfg.max_features:
         d -= 1
     if impute_only:
