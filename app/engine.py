@@ -113,20 +113,22 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
 
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
-    """FEAT's attention and dependence matrices with Pearson and Spearman in the same labels and
-    order. value: dict(FEAT= (attention), "FEAT dependence"=, Pearson=, Spearman=) of square DataFrames."""
+    """FEAT's attention and dependence matrices with mutual information, Pearson and Spearman in the same
+    labels and order. value: dict(FEAT= (attention), "FEAT dependence"=, "Mutual information"=, Pearson=,
+    Spearman=) of square DataFrames."""
     steps = StepCounter(progress, 2)           # one bar over both FEAT matrices
 
-    def feat(fn, label: str) -> pd.DataFrame:
-        kw = _kwargs(params or {}, steps.callback(label))
+    def call(fn, progress: Progress | None = None) -> pd.DataFrame:
+        kw = _kwargs(params or {}, progress)
         return fn(X, target=target, **{n: v for n, v in kw.items() if n in inspect.signature(fn).parameters})
 
     def go():
-        a = feat(fe.relation_matrix, "attention")
+        a = call(fe.relation_matrix, steps.callback("attention"))
         labels = list(a.index)
         return {
             "FEAT": a,
-            "FEAT dependence": feat(fe.dependence_matrix, "dependence").reindex(index=labels, columns=labels),
+            "FEAT dependence": call(fe.dependence_matrix, steps.callback("dependence")).reindex(index=labels, columns=labels),
+            "Mutual information": call(fe.mutual_information_matrix).reindex(index=labels, columns=labels),
             "Pearson": fe.pearson_matrix(X, target=target).reindex(index=labels, columns=labels),
             "Spearman": fe.spearman_matrix(X, target=target).reindex(index=labels, columns=labels),
         }

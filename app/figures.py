@@ -9,9 +9,10 @@ from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
 PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
-FEAT_COLOR, DEPENDENCE_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = "#2a6f97", "#6a4c93", "#e76f51", "#8ab17d"
-METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR, "Pearson": PEARSON_COLOR,
-                 "Spearman": SPEARMAN_COLOR}
+FEAT_COLOR, DEPENDENCE_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
+    "#2a6f97", "#6a4c93", "#d4a017", "#e76f51", "#8ab17d")
+METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR, "Mutual information": MI_COLOR,
+                 "Pearson": PEARSON_COLOR, "Spearman": SPEARMAN_COLOR}
 
 
 # --------------------------------------------------------------------------- relations

@@ -16,8 +16,8 @@ Methods:
   feat-dependence  feat_engine.dependence_matrix (masking sensitivity; its defaults: 1,024 rows, 128 queries)
   pearson   |Pearson| (pandas, pairwise-complete)
   spearman  |Spearman|
-  mi        mutual information, sklearn mutual_info_regression of each feature on each other
-            (k=3 neighbours, NaN filled with the column mean; columns standardised)
+  mi        feat_engine.mutual_information_matrix (scikit-learn's mutual_info_regression of each feature
+            on each other, k=3 neighbours, NaN at the column mean, columns standardised)
 
     python bench/relations.py            # 3 sizes x 40 tables
     python bench/relations.py --quick    # 3 sizes x 8 tables, 512 rows
@@ -50,34 +50,21 @@ def table(i: int, d: int, rows: int, missing: float):
 
 
 def scores(method: str, X: pd.DataFrame, args) -> np.ndarray:
-    d = X.shape[1]
-    if method == "feat":
-        from feat_engine import relation_matrix
-
-        R = relation_matrix(X, n_estimators=args.n_estimators, max_rows=args.max_rows_feat, random_state=C.SEED,
-                            device=args.device, checkpoint=args.checkpoint)
-        # constant columns are dropped by the preprocessing: they score 0
-        return R.reindex(index=X.columns, columns=X.columns).fillna(0.0).to_numpy()
-    if method == "feat-dependence":
-        from feat_engine import dependence_matrix
-
-        R = dependence_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
-        return R.reindex(index=X.columns, columns=X.columns).fillna(0.0).to_numpy()
     if method in ("pearson", "spearman"):
         return X.corr(method=method).abs().fillna(0.0).to_numpy()
-    if method == "mi":
-        from sklearn.feature_selection import mutual_info_regression
+    from feat_engine import dependence_matrix, mutual_information_matrix, relation_matrix
 
-        Z = X.fillna(X.mean()).fillna(0.0).to_numpy(dtype=float)
-        sd = Z.std(0)
-        Z = (Z - Z.mean(0)) / np.where(sd > 0, sd, 1.0)
-        A = np.zeros((d, d))
-        for j in range(d):
-            others = [i for i in range(d) if i != j]
-            if sd[j] > 0 and others:
-                A[others, j] = mutual_info_regression(Z[:, others], Z[:, j], n_neighbors=3, random_state=C.SEED)
-        return A
-    raise ValueError(method)
+    if method == "feat":
+        R = relation_matrix(X, n_estimators=args.n_estimators, max_rows=args.max_rows_feat, random_state=C.SEED,
+                            device=args.device, checkpoint=args.checkpoint)
+    elif method == "feat-dependence":
+        R = dependence_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+    elif method == "mi":
+        R = mutual_information_matrix(X, random_state=C.SEED)
+    else:
+        raise ValueError(method)
+    # constant columns are dropped by the preprocessing: they score 0
+    return R.reindex(index=X.columns, columns=X.columns).fillna(0.0).to_numpy()
 
 
 def edge_auc(A: np.ndarray, edges: np.ndarray) -> float:

@@ -4,10 +4,13 @@ from .ensemble import load_model
 from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
 from .preprocess import FEATDataWarning, FEATInputError, infer_task, is_continuous
-from .relations import dependence_matrix, pearson_matrix, relation_matrix, spearman_matrix
+from .relations import (
+    dependence_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+)
 
 __all__ = [
     "FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig",
-    "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "dependence_matrix", "pearson_matrix", "spearman_matrix",
+    "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "dependence_matrix", "mutual_information_matrix",
+    "pearson_matrix", "spearman_matrix",
     "load_model", "FEATInputError", "FEATDataWarning", "infer_task", "is_continuous",
 ]

@@ -405,15 +405,18 @@ def test_relations_heatmaps_graph_and_parts():
     no_trouble(at)
     specs = charts(at)
     heat = [s for s in specs if s["data"][0]["type"] == "heatmap"]
-    assert len(heat) == 4                                   # attention, dependence, Pearson, Spearman
+    assert len(heat) == 5                                   # attention, dependence, MI, Pearson, Spearman
     assert "attention" in heat[0]["layout"]["title"]["text"] and "dependence" in heat[1]["layout"]["title"]["text"]
+    assert "Mutual information" in heat[2]["layout"]["title"]["text"]
     orders = [list(h["data"][0]["x"]) for h in heat]
     assert all(o == orders[0] for o in orders) and len(orders[0]) == 7           # one clustering order, D + 1
     for h in heat:
         assert arr(h["data"][0]["z"]).shape == (7, 7)
     mats = at.session_state["result:relations"]["mats"]
-    assert list(mats) == ["FEAT", "FEAT dependence", "Pearson", "Spearman"]
-    a, dep = mats["FEAT"], mats["FEAT dependence"]
+    assert list(mats) == ["FEAT", "FEAT dependence", "Mutual information", "Pearson", "Spearman"]
+    a, dep, mi = mats["FEAT"], mats["FEAT dependence"], mats["Mutual information"]
+    assert list(mi.index) == list(mi.columns) == list(a.index)
+    assert np.allclose(np.diag(mi), 0.0) and (mi.to_numpy() >= 0).all() and mi.to_numpy().max() > 0
     assert np.allclose(a.sum(axis=1), 1.0) and np.allclose(np.diag(a), 0.0)
     assert list(dep.index) == list(dep.columns) == list(a.index)
     assert np.allclose(np.diag(dep), 0.0) and (dep.to_numpy() >= 0).all() and dep.to_numpy().max() > 0
@@ -432,7 +435,7 @@ def test_relations_heatmaps_graph_and_parts():
     colours = _graph_colours(graph)
     assert np.allclose(colours, figures.target_relation(a, "cultivar")[colours.index])
     bars = [s for s in charts(at) if s["data"][0]["type"] == "bar"]
-    assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == ["FEAT", "FEAT dependence", "Pearson", "Spearman"]
+    assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == list(mats)
     # the asymmetric part of both FEAT matrices: A - A^T is antisymmetric
     at.radio(key="rel_part").set_value("A-AT").run()
     no_trouble(at)
@@ -442,8 +445,8 @@ def test_relations_heatmaps_graph_and_parts():
     at.slider(key="rel_topk").set_value(3).run()
     assert len(_graph(at)["layout"]["annotations"]) == 3
     labels = [d.label for d in at.get("download_button")]
-    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)", "Pearson (CSV)",
-                      "Spearman (CSV)", "All four, long format (CSV)"]
+    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)", "Mutual information (CSV)",
+                      "Pearson (CSV)", "Spearman (CSV)", "All 5, long format (CSV)"]
 
 
 def test_excel_and_parquet_uploads_render():

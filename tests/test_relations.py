@@ -3,7 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feat_engine import FEATInputError, dependence_matrix, pearson_matrix, relation_matrix, spearman_matrix
+from feat_engine import (
+    FEATInputError, dependence_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,25 @@ def test_pearson_and_spearman_share_the_order(table):
     assert s.loc["a", "e"] == pytest.approx(1.0)             # monotone -> rank correlation 1
     assert p.loc["a", "e"] < 0.95                            # ... but not linear
     assert abs(p.loc["b", "colour"]) > 0.5
+
+
+def test_mutual_information_sees_what_the_correlations_cannot(table):
+    """y = x² with x symmetric about 0: no linear or monotone association, but x determines y."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=800)
+    df = pd.DataFrame({"x": x, "y": x ** 2 + 0.05 * rng.normal(size=800), "n": rng.normal(size=800)})
+    m = mutual_information_matrix(df)
+    assert list(m.index) == list(m.columns) == ["x", "y", "n"]
+    assert np.allclose(np.diag(m), 0) and (m.to_numpy() >= 0).all()
+    assert abs(pearson_matrix(df).loc["x", "y"]) < 0.2 and abs(spearman_matrix(df).loc["x", "y"]) < 0.2
+    assert min(m.loc["x", "y"], m.loc["y", "x"]) > 1.0
+    assert m.loc["x", "y"] > 10 * max(m.loc["x", "n"], m.loc["n", "x"], 0.01)
+    with_target = mutual_information_matrix(table, target="y")
+    assert list(with_target.columns) == list(pearson_matrix(table, target="y").columns)
+    pd.testing.assert_frame_equal(with_target, mutual_information_matrix(table, target="y"))
+    sub = mutual_information_matrix(table, target="y", max_rows=100)         # a seeded subset of the 200 rows
+    pd.testing.assert_frame_equal(sub, mutual_information_matrix(table, target="y", max_rows=100))
+    assert not np.allclose(sub.to_numpy(), with_target.to_numpy())
 
 
 def test_dependence_matrix_sees_through_a_chain():
