@@ -100,7 +100,7 @@ class TrainConfig:
 
     model: ModelConfig = field(default_factory=ModelConfig)
     prior: PriorConfig = field(default_factory=PriorConfig)
-    batch_size: int = 16
+    batch_tokens: int = 49152      # cells a batch holds, about: tables = batch_tokens // (rows x (features + 1)), 1 to 64
     lr: float = 1.5e-3
     weight_decay: float = 0.0
     warmup_steps: int = 200

@@ -152,6 +152,17 @@ def test_set_overrides_reach_the_config_and_reject_unknown_keys(tmp_path):
             apply_overrides(cfg, [bad])
 
 
+def test_batch_tokens_set_the_tables_per_batch(tmp_path):
+    """The token budget reaches the batch stream: the tiny tables (<= 64 rows x 6 tokens) come 64 to a
+    batch at the default budget and one at a time when the budget is below one table's cells (>= 32 x 2)."""
+    seen = {}
+    for name, extra in (("default", []), ("small", ["--set", "batch_tokens=60"])):
+        subprocess.run(_pretrain("--config", str(_config(tmp_path, name)), "--max-steps", "2", *extra),
+                       env=_env(), check=True, timeout=600)
+        seen[name] = torch.load(tmp_path / name / "last.pt", weights_only=False)["tables_seen"]
+    assert seen == {"default": 128, "small": 2}
+
+
 def test_bf16_falls_back_to_fp32_with_a_warning_without_native_bf16(tmp_path, monkeypatch):
     from feat_engine import inference
     from feat_engine.train import loop

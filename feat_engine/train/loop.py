@@ -146,7 +146,7 @@ class Trainer:
         deadline = time.time() + hours * 3600 if hours else float("inf")
         refs = allowlist() if cfg.prior.p_real > 0 else None
         stream = BatchStream(cfg.seed, self.step, cfg.prior, cfg.workers, stride=self.world, offset=self.rank,
-                             use_real=refs is not None)
+                             use_real=refs is not None, tokens=cfg.batch_tokens)
         tasks = real_eval_tasks() if self.rank == 0 else []
         where = device_name(self.device)
         self.log({"event": "start", "step": self.step, "tables_seen": self.tables_seen, "device": where, "cpu": cpu_name(),
