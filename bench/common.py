@@ -11,7 +11,6 @@ section (``bench/results/NAME.json`` for docs/benchmarks.md, ``PATH.NAME.json`` 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import math
@@ -173,16 +172,6 @@ def ranks(values: dict[str, float], higher_is_better: bool) -> dict[str, float]:
 
 
 # -- runtime --------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def timer(out: dict, key: str = "time_s"):
-    """Wall-clock time of the block, stored in out[key]."""
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        out[key] = time.perf_counter() - t0
-
 
 def set_threads(n: int | None) -> int:
     """Cap torch and BLAS/OpenMP threads at n (default: all cores); returns n."""

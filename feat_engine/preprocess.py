@@ -215,7 +215,6 @@ class TablePreprocessor:
         """Decide the encoding of every column of the context table X."""
         X = as_frame(X)
         self.columns_ = list(X.columns)
-        self.dtypes_ = X.dtypes.copy()
         self.plan_: list[_Column] = []
         self.dropped_: dict[Hashable, str] = {}
         self.constants_: dict[Hashable, Any] = {}      # the one observed value of each constant column

@@ -93,7 +93,7 @@ else:
     edges = figures.graph_edges(a, threshold=thr)
 g1.caption("Arrow i → j: column i draws on column j (attention: i looks at j; dependence: FEAT predicts i "
            "worse without j). Node colour: relation to the target; the target is the star.")
-fig, graph = figures.dependency_graph(a, edges, tgt)
+fig, _ = figures.dependency_graph(a, edges, tgt)
 g2.plotly_chart(fig, width="stretch", key="rel_graph")
 
 if tgt is not None:
