@@ -330,10 +330,16 @@ def add_precision_arg(p: argparse.ArgumentParser) -> None:
                    help="FEAT's arithmetic (auto: bf16 on a GPU or a CPU with native bf16, else fp32)")
 
 
-def add_linear_view_arg(p: argparse.ArgumentParser) -> None:
-    """--no-linear-view: FEAT without the cross-fitted linear feature (default: with it, as the estimators)."""
-    p.add_argument("--no-linear-view", dest="linear_view", action="store_false",
-                   help="FEAT without the linear view (feat_engine/linear_view.py)")
+def add_view_arg(p: argparse.ArgumentParser) -> None:
+    """--view auto|additive|trees|none: FEAT's cross-fitted view (default: the estimators' own, "auto")."""
+    from feat_engine.views import VIEWS
+
+    def view(v: str) -> str | None:
+        if v != "none" and v not in VIEWS:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(VIEWS)} or none, got {v!r}")
+        return None if v == "none" else v
+    p.add_argument("--view", type=view, default="auto",
+                   help=f"FEAT's view (feat_engine/views.py): {', '.join(VIEWS)} or none (default auto)")
 
 
 def precision_text(precision: str, device: str = "auto") -> str:

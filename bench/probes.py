@@ -130,7 +130,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         "## Synthetic probes",
         "",
         f"Generated tables with a known structure (bench/probes.py docstring), {N_TEST} test rows, mean over "
-        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, {C.precision_text(args.precision, args.device)}, `linear_view={args.linear_view}`, checkpoint {C.checkpoint_line(args.checkpoint)}; "
+        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`, checkpoint {C.checkpoint_line(args.checkpoint)}; "
         "baselines at library defaults.",
         "",
         *C.markdown_table(header, rows),
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
     p.add_argument("--device", default="auto")
     C.add_precision_arg(p)
-    C.add_linear_view_arg(p)
+    C.add_view_arg(p)
     C.add_common_args(p, section="probes")
     args = p.parse_args(argv)
     args.seeds = args.seeds or (1 if args.quick else 3)

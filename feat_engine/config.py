@@ -77,7 +77,7 @@ class PriorConfig:
     p_local: float = 0.0          # share of synthetic tables that are a local part of a 4x larger one
     max_local_pool: int = 4       # ... or of one up to this many times larger (batches.LOCAL_POOL_ROWS rows at most)
     p_quantile: float = 0.0       # share of supervised batches handed over in the quantile view (quantile_view.py)
-    p_view: float = 0.0           # share of supervised batches with the linear view as a first column (linear_view.py)
+    p_view: float = 0.0           # share of supervised batches with the additive view as a first column (views.py)
     p_wide: float = 0.0           # share of supervised batches whose synthetic tables are cut to the width by relevance
     max_wide_features: int = 64   # features a wide table is drawn with, at most
     max_missing_rate: float = 0.3

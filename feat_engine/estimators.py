@@ -9,8 +9,8 @@ draw, one seed each), drawn at `fit`. The classifier and regressor hand the mode
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), on long contexts the local part of the context nearest each query
-(`local_context.py`), a cross-fitted additive model's prediction as one more feature
-(`linear_view.py`), and to their odd members numeric columns spread out by their context
+(`local_context.py`), a cross-fitted classical model's prediction as one more feature, the
+additive model's or boosted trees', whichever predicts the context better (`views.py`), and to their odd members numeric columns spread out by their context
 quantiles (`quantile_view.py`). Query rows never see each other, so a row's prediction does not
 depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
 words where its checks apply (docs/design.md, "What the estimators refuse"); sparse input is
@@ -43,6 +43,7 @@ from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .run_inputs import RunInputs, fit_run_inputs
 from .state_cache import StateCache
+from .views import VIEWS
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
@@ -145,33 +146,36 @@ class _InContextBase(_FEATBase):
         None = every query reads the member's whole context; "auto" = parts of 512, of 1,024 or the
         whole context, whichever predicts held-out context rows best (`reading_choice.py`; the
         default 1,024 unless another is clearly better), at the cost of up to 15 one-member fits.
-    linear_view: hand the model a cross-fitted additive model's prediction (ridge, or logistic regression
-        for a binary run, over each feature and its B-splines) as one more feature, in place of one
-        feature slot (`linear_view.py`).
+    view: hand the model a cross-fitted classical model's prediction as one more feature, in place of one
+        feature slot (`views.py`): "additive" (ridge, or logistic regression for a binary run, over each
+        feature and its B-splines), "trees" (histogram gradient boosting), "auto" (whichever of the two
+        predicts the context's labels better out of fold, per run) or None.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto", linear_view: bool = True,
+        precision: str = "auto", view: str | None = "auto",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
-        self.linear_view = linear_view
+        self.view = view
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
         """Preprocess the context X with model targets y (class indices or standardised values),
         score feature relevance where it is used, draw the members and their local contexts, and fit each
-        member's target statistics and linear view for every labelling its runs read (`run_inputs.py`)."""
+        member's target statistics and view for every labelling its runs read (`run_inputs.py`)."""
         size = self.local_context
         if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
             raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
+        if self.view is not None and self.view not in VIEWS:
+            raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {self.view!r}")
         self._fit_features(X)
         self.y_ = y
         codes = self.preprocessor_.nominal_codes(X, "context")
         n, d = self.context_.shape
-        max_features = max(1, self._model()[1] - bool(self.linear_view))     # the linear view takes one slot
+        max_features = max(1, self._model()[1] - (self.view is not None))     # the view takes one slot
         n_ctx = n if self.max_context is None else min(n, self.max_context)
         self.reading_choice_ = None
         if size == "auto":
@@ -208,13 +212,13 @@ class _InContextBase(_FEATBase):
         return self.y_ if key is None else (self.y_ == key).astype(np.int64)
 
     def _fit_run_inputs(self, m: Member, key: int | None, codes: np.ndarray, classification: bool) -> RunInputs:
-        """Member m's target statistics (where the labels are one target: numbers, or 0/1) and linear view,
+        """Member m's target statistics (where the labels are one target: numbers, or 0/1) and view,
         from the nominal level `codes` of its context rows."""
         labels = self._labels(key)[m.rows]
         single = not classification or key is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         return fit_run_inputs(self.context_[m.rows], codes, labels, m.features, nominal,
-                              classification, self.linear_view, m.seed)
+                              classification, self.view, m.seed)
 
     def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
         """Per-row held-out loss of a one-member fit of this estimator with a given reading, on the rows
@@ -251,8 +255,11 @@ class _InContextBase(_FEATBase):
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
-        if self.linear_view:
-            parts.append("a cross-fitted additive model's prediction as one more feature")
+        kinds = [r.view.kind for inputs in self.run_inputs_ for r in inputs.values() if r.view is not None]
+        if kinds:
+            n_trees = kinds.count("trees")
+            parts.append(f"a cross-fitted model's prediction as one more feature (boosted trees for {n_trees} of "
+                         f"{len(kinds)} fitted views, the additive model for {len(kinds) - n_trees})")
         local = self.members_[0].local
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
@@ -278,7 +285,7 @@ class _InContextBase(_FEATBase):
         call: Call, steps: StepCounter, regression: bool = False,
     ) -> np.ndarray:
         """Member m's output for every query row under labelling `key`: its fitted target statistics and
-        linear view (`run_inputs_`) applied, then one `call` on the whole context or one per local part
+        view (`run_inputs_`) applied, then one `call` on the whole context or one per local part
         that some query row is routed to, the parts on all cores (`map_runs`)."""
         inputs = self.run_inputs_[m.index][key]
         ctx, q, yr = inputs.context(self.context_[m.rows]), inputs.queries(xq, cq), self._labels(key)[m.rows]
@@ -344,10 +351,10 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        multiclass: str = "ovr", precision: str = "auto", linear_view: bool = True,
+        multiclass: str = "ovr", precision: str = "auto", view: str | None = "auto",
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
-                         progress, precision, linear_view)
+                         progress, precision, view)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":

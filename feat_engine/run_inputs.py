@@ -1,5 +1,5 @@
 """What a member's runs read beyond its features, fitted once at `fit`: the target statistics of the nominal
-columns (`target_stats.py`) and the linear view (`linear_view.py`), for one labelling of the context (the
+columns (`target_stats.py`) and the view (`views.py`), for one labelling of the context (the
 target, or one class against the rest). `predict` only applies them to the query rows, so repeated calls,
 and the partitions of a Dask frame, pay for the fits once (docs/design.md, "Fitted once").
 """
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linear_view import LinearView, fit_linear_view
+from .views import View, fit_view
 from .target_stats import TargetStats, fit_target_stats
 
 
@@ -19,7 +19,7 @@ class RunInputs:
 
     features: np.ndarray            # the member's feature columns, in token order
     stats: TargetStats | None
-    view: LinearView | None
+    view: View | None
 
     def context(self, x_ctx: np.ndarray) -> np.ndarray:
         """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
@@ -39,11 +39,10 @@ class RunInputs:
 
 
 def fit_run_inputs(x_ctx: np.ndarray, codes_ctx: np.ndarray, labels: np.ndarray, features: np.ndarray,
-                   nominal: np.ndarray, classification: bool, linear_view: bool, seed: int) -> RunInputs:
+                   nominal: np.ndarray, classification: bool, view: str | None, seed: int) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, the level codes of its `nominal` columns (those
     that get statistics: none where the labels are not one target) and one labelling: the statistics, then
-    the view on the context with them (when `linear_view`)."""
+    the view on the context with them (`views.fit_view`; `view` None for none)."""
     stats = fit_target_stats(codes_ctx, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    view = fit_linear_view(x, labels, classification, seed) if linear_view else None
-    return RunInputs(features, stats, view)
+    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view))

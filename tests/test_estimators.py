@@ -87,7 +87,7 @@ def test_class_routing_with_an_oracle_engine(k, multiclass, monkeypatch):
     y = np.repeat(np.arange(k), 4)
     X = centres[y] + rng.normal(scale=0.1, size=(len(y), 3))
     labels = np.array([f"class{c:02d}" for c in y])
-    clf = FEATClassifier(n_estimators=3, multiclass=multiclass, linear_view=False).fit(X, labels)   # the oracle reads x
+    clf = FEATClassifier(n_estimators=3, multiclass=multiclass, view=None).fit(X, labels)   # the oracle reads x
     p = clf.predict_proba(X)
     assert p.shape == (len(y), k) and np.allclose(p.sum(1), 1)
     # every member rotates the labels differently; each must map its slots back to the right class

@@ -190,11 +190,11 @@ def test_quantile_share_hands_supervised_batches_over_in_the_quantile_view(monke
     assert supervised > 0
 
 
-def test_view_share_hands_tables_over_with_the_linear_view_first(monkeypatch):
-    """In a view batch every table's first column is the linear view fitted on its context (the spy's
+def test_view_share_hands_tables_over_with_the_additive_view_first(monkeypatch):
+    """In a view batch every table's first column is the additive view fitted on its context (the spy's
     own view, for context and query rows), it is never masked, and multiclass tables come as one
     one-vs-rest run; off by default."""
-    calls, fit = [], batches.fit_linear_view
+    calls, fit = [], batches.fit_additive_view
 
     def spy(x, y, classification, seed):
         view, seen = fit(x, y, classification, seed), {}
@@ -203,7 +203,7 @@ def test_view_share_hands_tables_over_with_the_linear_view_first(monkeypatch):
             view.queries = lambda xq: seen.setdefault("out", (xq.copy(), queries(xq)))[1]
         calls.append((x.copy(), view, seen))
         return view
-    monkeypatch.setattr(batches, "fit_linear_view", spy)
+    monkeypatch.setattr(batches, "fit_additive_view", spy)
     plain = PriorConfig(max_rows=256, max_features=6, p_real=0.0)
     for i in range(4):
         make_batch(5, i, plain, None)

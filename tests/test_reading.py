@@ -9,13 +9,13 @@ import feat_engine.local_context as lc_mod
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
-from feat_engine.linear_view import fit_linear_view
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
 from feat_engine.quantile_view import quantile_normal
 from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
-from feat_engine.preprocess import TablePreprocessor, standardise
+from feat_engine.preprocess import FEATInputError, TablePreprocessor, standardise
 from feat_engine.relevance import relevance
 from feat_engine.target_stats import with_target_stats
+from feat_engine.views import fit_additive_view, fit_tree_view, fit_view
 from sklearn.neighbors import NearestNeighbors
 
 
@@ -150,7 +150,7 @@ def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(mo
     rng = np.random.default_rng(1)
     X = rng.normal(size=(400, 3))
     y = 100 + 10 * (X[:, 0] + X[:, 1])
-    reg = FEATRegressor(n_estimators=2, local_context=100, linear_view=False).fit(X, y)
+    reg = FEATRegressor(n_estimators=2, local_context=100, view=None).fit(X, y)
     n_parts = round(OVERLAP * 400 / 100)
     assert all(m.local is not None and m.local.parts.shape == (n_parts, 100) for m in reg.members_)
     pred = reg.predict(X[:50])
@@ -199,7 +199,7 @@ def test_odd_members_read_the_quantile_view(monkeypatch):
     calls = []
     monkeypatch.setattr(est_mod, "run", recording_run(calls))
     X = np.random.default_rng(2).lognormal(0, 1.5, size=(300, 3))
-    reg = FEATRegressor(n_estimators=2, local_context=None, linear_view=False).fit(X, np.log(X[:, 0]))
+    reg = FEATRegressor(n_estimators=2, local_context=None, view=None).fit(X, np.log(X[:, 0]))
     reg.predict(X[:20])
     assert len(calls) == 2
     for m, (c, q) in zip(reg.members_, calls):
@@ -220,7 +220,7 @@ def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k
     m = Est(n_estimators=2, local_context=64).fit(X.iloc[:240], y[:240])
     assert m.relevance_ is not None and all(mm.local is not None for mm in m.members_)
     assert "23 of 34 features per member, most relevant first" in m.reading_ and "local parts of 64 rows" in m.reading_
-    assert "additive model's prediction as one more feature" in m.reading_      # 23 + 1: the trained width
+    assert "prediction as one more feature (boosted trees for" in m.reading_      # 23 + 1: the trained width
     f = m.predict if Est is FEATRegressor else m.predict_proba
     Xq = X.iloc[240:]
     full = f(Xq)
@@ -335,18 +335,18 @@ def _hand_basis(x: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _view(x, y, xq, classification, seed):
     """The fitted view's context column and its values for the queries xq (None where there is no view)."""
-    v = fit_linear_view(x, y, classification, seed)
+    v = fit_additive_view(x, y, classification, seed)
     return None if v is None else (v.context, v.queries(xq))
 
 
-def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
+def test_additive_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
     """The context column holds each row's prediction by the ridge (over each feature and its B-splines) fitted
     on the other folds, the query column the ridge fitted on every context row, both standardised with the
     context column's statistics; a query's value depends on that query alone."""
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold
 
-    from feat_engine.linear_view import FOLDS
+    from feat_engine.views import FOLDS
 
     rng = np.random.default_rng(0)
     x, xq = rng.normal(size=(60, 4)), rng.normal(size=(7, 4))
@@ -364,7 +364,7 @@ def test_linear_view_is_cross_fitted_and_a_query_reads_the_whole_context_model()
     np.testing.assert_allclose(_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
 
 
-def test_linear_view_reads_curved_effects_and_heavy_tails_that_a_line_misses():
+def test_additive_view_reads_curved_effects_and_heavy_tails_that_a_line_misses():
     """The splines let the view follow a U-shaped effect (a line through it predicts nothing) and a
     heavy-tailed feature whose effect saturates."""
     rng = np.random.default_rng(5)
@@ -377,9 +377,9 @@ def test_linear_view_reads_curved_effects_and_heavy_tails_that_a_line_misses():
     assert np.corrcoef(straight, y)[0, 1] < 0.8                        # what a line through the same columns reads
 
 
-def test_linear_view_fits_read_at_most_fit_rows(monkeypatch):
+def test_view_fits_read_at_most_fit_rows(monkeypatch):
     """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value."""
-    import feat_engine.linear_view as lv
+    import feat_engine.views as lv
     from sklearn.linear_model import Ridge
 
     seen = []
@@ -393,7 +393,7 @@ def test_linear_view_fits_read_at_most_fit_rows(monkeypatch):
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
 
 
-def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():
+def test_additive_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():
     from sklearn.linear_model import LogisticRegression
 
     rng = np.random.default_rng(1)
@@ -409,8 +409,54 @@ def test_linear_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_
     assert _view(x[:6], np.array([0, 1, 0, 1, 0, 1]), x[:2], True, 0) is not None  # folds fit the classes
 
 
-def test_the_linear_view_reaches_the_model_in_one_feature_slot(monkeypatch):
-    """With the view on, each run reads the member's features and one more column, the linear view, with
+def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_model():
+    """The tree view's context column holds each row's out-of-fold prediction of histogram gradient boosting
+    (missing cells as they are), the query column the model fitted on every context row, both standardised
+    with the context column's statistics; a query's value depends on that query alone."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.model_selection import KFold
+
+    from feat_engine.views import FOLDS
+
+    rng = np.random.default_rng(0)
+    x, xq = rng.normal(size=(120, 3)), rng.normal(size=(6, 3))
+    x[5, 2] = np.nan
+    y = (x[:, 0] > 0) * 2.0 + x[:, 1] + 0.1 * rng.normal(size=120)
+    v = fit_tree_view(x, y, False, seed=4)
+    oof = np.empty(120)
+    for tr, va in KFold(FOLDS, shuffle=True, random_state=4).split(x):
+        oof[va] = HistGradientBoostingRegressor(random_state=4).fit(x[tr], y[tr]).predict(x[va])
+    full = HistGradientBoostingRegressor(random_state=4).fit(x, y).predict(xq)
+    assert v.kind == "trees"
+    np.testing.assert_allclose(v.context, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(v.queries(xq), (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(v.queries(xq[3:4]), v.queries(xq)[3:4], rtol=1e-6)
+    assert v.loss == pytest.approx(np.mean((oof - y) ** 2))
+
+
+def test_auto_view_is_the_one_that_predicts_the_context_better_out_of_fold():
+    """"auto" reads boosted trees where the target is a threshold interaction, which no sum of smooth effects
+    fits, and the additive model where it is a dense sum of many features at few rows, where trees
+    overfit; either way the view with the lower out-of-fold loss, and a query's value still its own."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(600, 4))
+    step = ((x[:, 0] > 0) & (x[:, 1] > 0)).astype(int)                  # an AND of two thresholds
+    auto, add, trees = (fit_view(x, step, True, 0, kind) for kind in ("auto", "additive", "trees"))
+    assert auto.kind == "trees" and trees.loss < add.loss
+    np.testing.assert_array_equal(auto.context, trees.context)
+    w = rng.normal(size=(150, 30))
+    dense = w @ rng.normal(size=30)
+    auto, add, trees = (fit_view(w, dense, False, 0, kind) for kind in ("auto", "additive", "trees"))
+    assert auto.kind == "additive" and add.loss < trees.loss
+    assert fit_view(w, dense, False, 0, None) is None
+    with pytest.raises(ValueError, match="'forest'"):
+        fit_view(w, dense, False, 0, "forest")
+    with pytest.raises(FEATInputError, match="view must be one of .* got 'forest'"):
+        FEATRegressor(view="forest").fit(w, dense)
+
+
+def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
+    """With the view on, each run reads the member's features and one more column, the view, with
     column identities for that width; a dense linear target is predicted far better with it."""
     calls = []
     monkeypatch.setattr(est_mod, "run", recording_run(calls))
@@ -422,17 +468,17 @@ def test_the_linear_view_reaches_the_model_in_one_feature_slot(monkeypatch):
     reg.predict(X[150:])
     ctx, q = calls[0]
     assert ctx.shape == (150, 24) and q.shape == (50, 24)
-    assert np.corrcoef(ctx[:, 0], y[reg.members_[0].rows])[0, 1] > 0.9   # the first column is the linear prediction
+    assert np.corrcoef(ctx[:, 0], y[reg.members_[0].rows])[0, 1] > 0.9   # the first column is the view's prediction
     monkeypatch.undo()
     r2 = {}
     for on in (False, True):
-        p = FEATRegressor(n_estimators=1, linear_view=on).fit(X[:150], y[:150]).predict(X[150:])
+        p = FEATRegressor(n_estimators=1, view="additive" if on else None).fit(X[:150], y[:150]).predict(X[150:])
         r2[on] = 1 - ((p - y[150:]) ** 2).mean() / y[150:].var()
     assert r2[True] > r2[False] + 0.1, r2
 
 
 def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(monkeypatch):
-    """Each member's target statistics and linear view are fitted once per labelling at `fit` (class c
+    """Each member's target statistics and view are fitted once per labelling at `fit` (class c
     against the rest for one-vs-rest runs); `predict` fits nothing, so repeated calls and the partitions
     of a Dask frame do not pay for them again, and each run reads what fitting them at predict would give."""
     import feat_engine.run_inputs as ri_mod
@@ -448,7 +494,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
 
     def refuse(*_, **__):
         raise AssertionError("fitted at predict")
-    monkeypatch.setattr(ri_mod, "fit_linear_view", refuse)
+    monkeypatch.setattr(ri_mod, "fit_view", refuse)
     monkeypatch.setattr(ri_mod, "fit_target_stats", refuse)
     first = clf.predict_proba(X[240:])
     np.testing.assert_array_equal(first, clf.predict_proba(X[240:]))
@@ -461,7 +507,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     pre = clf.preprocessor_
     x_ctx, x_q = with_target_stats(clf.context_[m.rows], labels, pre.transform(X[240:], "query"),
                                    pre.nominal_codes(X[:240])[m.rows], pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_linear_view(x_ctx, labels, True, m.seed)
+    view = fit_view(x_ctx, labels, True, m.seed)
     np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]]), atol=1e-6)
     np.testing.assert_allclose(q, np.column_stack([view.queries(x_q), x_q[:, m.features]]), atol=1e-6)
     assert len(clf.run_inputs_) == 2 and sorted(clf.run_inputs_[0]) == [0, 1, 2] and list(reg.run_inputs_[0]) == [None]

@@ -18,7 +18,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
 from ..ensemble import ranked_features
-from ..linear_view import fit_linear_view
+from ..views import fit_additive_view
 from ..preprocess import standardise
 from ..quantile_view import quantile_normal
 from ..relevance import relevance
@@ -149,10 +149,11 @@ def _ranked(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str, nominal: np.nda
 
 
 def _with_view(Xs: np.ndarray, y: np.ndarray, n_ctx: int, task: str, seed: int) -> np.ndarray:
-    """The standardised table with the linear view (`linear_view.fit_linear_view`, cross-fitted on the
-    context rows) as its first column, as the estimators' runs read it; a column of zeros where the view
-    cannot be fitted (a class with a single context row)."""
-    view = fit_linear_view(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
+    """The standardised table with the additive view (`views.fit_additive_view`, cross-fitted on the
+    context rows) as its first column, as the estimators' runs read a view; a column of zeros where the view
+    cannot be fitted (a class with a single context row). The tree view, which the estimators' runs may read
+    instead, is not drawn yet (docs/design.md, "The views")."""
+    view = fit_additive_view(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
     col = np.zeros(len(Xs), np.float32)
     if view is not None:
         col[:n_ctx], col[n_ctx:] = view.context, view.queries(Xs[n_ctx:])
@@ -169,7 +170,7 @@ def _one_vs_rest(y: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.nd
 
 def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
     """Batch `index` of the stream with `seed`: deterministic in (seed, index). A share `p_view` of the
-    supervised batches hand each table over with the linear view as its first column (multiclass tables
+    supervised batches hand each table over with the additive view as its first column (multiclass tables
     as one-vs-rest runs) and `p_wide` draw their tables with more features than the batch's width, cut
     to it by relevance: what the estimators hand the model."""
     rng = np.random.default_rng([seed, index])

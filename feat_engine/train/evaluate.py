@@ -152,7 +152,7 @@ def baseline_scores(tasks: list[EvalTask]) -> dict[str, dict[str, float]]:
 
 def feat_scores(model: FEAT, tasks: list[EvalTask], bf16: bool = False) -> dict[str, float]:
     """Zero-shot FEAT on each task, read as the estimators read a table with one member (their defaults
-    otherwise: the linear view, one-vs-rest classes, relevance-ranked features past the width), on the device
+    otherwise: the view, one-vs-rest classes, relevance-ranked features past the width), on the device
     the model is on: the checkpoint is chosen by the reading it will be shipped for."""
     from ..estimators import FEATClassifier, FEATRegressor
 

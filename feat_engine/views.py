@@ -1,0 +1,136 @@
+"""The view: a cross-fitted classical model's prediction handed to FEAT as one more feature
+(docs/design.md, "The views").
+
+The small pretrained model reads some signals worse than a classical model fitted on the same context:
+a target that sums many features' small effects (the dense-linear probe, where ridge wins), and, on long
+contexts, sharp interactions and thresholds that boosted trees resolve better with every extra row (the
+context-size benchmark, where LightGBM gains three times what FEAT does). A view summarises one such
+model's signal in one number per row, and the model reads it as it reads any strong feature. Two are
+fitted, and the run reads the one whose out-of-fold predictions of the context's labels lose less
+(`view="auto"`):
+
+- the additive view: ridge for a numeric target, logistic regression (its logit) for the 0/1 label of
+  a binary run, over each standardised feature (missing cells at the mean, 0) and its cubic B-splines
+  with knots at the context's quantiles;
+- the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
+  as they are.
+
+As with the target statistics, the context rows get out-of-fold predictions, so that no row sees its own
+label, and query rows the prediction of the model fitted on the whole context, so that a query's value
+depends on that query alone. The column is standardised on the context.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.preprocessing import SplineTransformer
+
+from .preprocess import CLIP
+
+VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
+FOLDS = 5           # cross-fitting folds
+KNOTS = 5           # spline knots per feature, at the context's quantiles
+FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the fits stay O(1) in the context's rows
+
+
+def basis(splines: SplineTransformer, x: np.ndarray) -> np.ndarray:
+    """Each column (missing cells at the mean, 0) and its B-splines (`splines`, fitted on the context)."""
+    x = np.nan_to_num(x)
+    return np.hstack([x, splines.transform(x)])
+
+
+def _score(model: Any, design: np.ndarray) -> np.ndarray:
+    """A regressor's prediction, or a binary classifier's logit."""
+    return model.decision_function(design) if hasattr(model, "decision_function") else model.predict(design)
+
+
+def _loss(scores: np.ndarray, y: np.ndarray, classification: bool) -> float:
+    """Mean log-loss of logits for 0/1 labels, or mean squared error of predictions."""
+    if classification:
+        return float(np.mean(np.logaddexp(0.0, scores) - y * scores))
+    return float(np.mean((scores - y) ** 2))
+
+
+@dataclass
+class View:
+    """A view fitted on one run's context: its column for the context rows, and the model for queries."""
+
+    kind: str                                 # "additive" or "trees"
+    context: np.ndarray                       # (N,) out-of-fold predictions, standardised (float32)
+    design: Callable[[np.ndarray], np.ndarray] | None   # the model's inputs from standardised rows (None: as they are)
+    model: Any                                # fitted on every context row
+    mean: float                               # statistics of the out-of-fold predictions
+    std: float
+    loss: float                               # their mean loss on the context's labels (`_loss`)
+
+    def queries(self, x_query: np.ndarray) -> np.ndarray:
+        """(M,) the view of the (M, D) standardised query rows: each row's value depends on that row alone."""
+        s = _score(self.model, x_query if self.design is None else self.design(x_query))
+        return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
+
+
+def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
+                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int) -> View | None:
+    """Out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the model
+    fitted on all of them; None where there is no single target (more than two classes) or too few rows
+    (or rows of a class) to cross-fit."""
+    if classification:
+        counts = np.bincount(np.asarray(y, dtype=np.int64))
+        counts = counts[counts > 0]
+        if len(counts) != 2 or counts.min() < 2:
+            return None
+        folds = StratifiedKFold(min(FOLDS, int(counts.min())), shuffle=True, random_state=seed)
+    else:
+        if len(y) < 2 * FOLDS:
+            return None
+        folds = KFold(FOLDS, shuffle=True, random_state=seed)
+    rng = np.random.default_rng(seed)
+
+    def fitted(rows: np.ndarray):
+        if len(rows) > FIT_ROWS:
+            rows = rng.choice(rows, FIT_ROWS, replace=False)
+        return make_model().fit(design[rows], y[rows])
+
+    s = np.empty(len(design))
+    for train, held in folds.split(design, y):
+        s[held] = _score(fitted(train), design[held])
+    full = fitted(np.arange(len(design)))
+    mean, std = float(s.mean()), float(s.std())
+    std = std if std > 0 else 1.0
+    return View(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, full, mean, std,
+                _loss(s, np.asarray(y, dtype=float), classification))
+
+
+def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> View | None:
+    """The additive view of the standardised (N, D) context with labels y_ctx (module docstring)."""
+    # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
+    # context's features, never its labels
+    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear").fit(np.nan_to_num(x_ctx))
+    # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short
+    make = (lambda: LogisticRegression(solver="newton-cholesky", max_iter=1000)) if classification else Ridge
+    return _cross_fitted("additive", basis(splines, x_ctx), partial(basis, splines), y_ctx, classification, make, seed)
+
+
+def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> View | None:
+    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring)."""
+    model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
+    return _cross_fitted("trees", x_ctx, None, y_ctx, classification, lambda: model(random_state=seed), seed)
+
+
+def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto") -> View | None:
+    """The view a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the lower
+    out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted)."""
+    if view is None:
+        return None
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
+    fits = {"additive": fit_additive_view, "trees": fit_tree_view}
+    kinds = ("additive", "trees") if view == "auto" else (view,)
+    fitted = [v for v in (fits[k](x_ctx, y_ctx, classification, seed) for k in kinds) if v is not None]
+    return min(fitted, key=lambda v: v.loss, default=None)
