@@ -9,12 +9,13 @@ draw, one seed each), drawn at `fit`. The classifier and regressor hand the mode
 reads best (docs/design.md, "Reading real tables"): nominal columns as in-context target
 statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), on long contexts the local part of the context nearest each query
-(`local_context.py`), a cross-fitted classical model's prediction as one more feature, the
-additive model's or boosted trees', whichever predicts the context better (`views.py`), and to their odd members numeric columns spread out by their context
-quantiles (`quantile_view.py`). Query rows never see each other, so a row's prediction does not
-depend on the other query rows. Bad input raises `FEATInputError` (a ValueError) in scikit-learn's
-words where its checks apply (docs/design.md, "What the estimators refuse"); sparse input is
-refused; `predict` before `fit` raises scikit-learn's `NotFittedError` (also a ValueError).
+(`local_context.py`), a cross-fitted classical model's prediction as one more feature (an
+additive model's or boosted trees', whichever predicts the context better: `views.py`), and to
+their odd members numeric columns spread out by their context quantiles (`quantile_view.py`).
+Query rows never see each other, so a row's prediction does not depend on the other query rows.
+Bad input raises `FEATInputError` (a ValueError) in scikit-learn's words where its checks apply
+(docs/design.md, "What the estimators refuse"); sparse input is refused; `predict` before `fit`
+raises scikit-learn's `NotFittedError` (also a ValueError).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .run_inputs import RunInputs, fit_run_inputs
 from .state_cache import StateCache
-from .views import VIEWS
+from .views import check_view
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
@@ -169,8 +170,7 @@ class _InContextBase(_FEATBase):
         size = self.local_context
         if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
             raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
-        if self.view is not None and self.view not in VIEWS:
-            raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {self.view!r}")
+        check_view(self.view)
         self._fit_features(X)
         self.y_ = y
         codes = self.preprocessor_.nominal_codes(X, "context")

@@ -31,7 +31,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import SplineTransformer
 
-from .preprocess import CLIP
+from .preprocess import CLIP, FEATInputError
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
@@ -123,13 +123,18 @@ def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, se
     return _cross_fitted("trees", x_ctx, None, y_ctx, classification, lambda: model(random_state=seed), seed)
 
 
+def check_view(view: str | None) -> None:
+    """Raise FEATInputError (a ValueError) naming `view` unless it is one of VIEWS or None."""
+    if view is not None and view not in VIEWS:
+        raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
+
+
 def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto") -> View | None:
     """The view a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the lower
     out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted)."""
+    check_view(view)
     if view is None:
         return None
-    if view not in VIEWS:
-        raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
     fits = {"additive": fit_additive_view, "trees": fit_tree_view}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     fitted = [v for v in (fits[k](x_ctx, y_ctx, classification, seed) for k in kinds) if v is not None]
