@@ -331,7 +331,8 @@ def add_precision_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_view_arg(p: argparse.ArgumentParser) -> None:
-    """--view auto|additive|trees|none: FEAT's cross-fitted view (default: the estimators' own, "auto")."""
+    """--view auto|additive|trees|none: FEAT's cross-fitted view (default: the estimators' own, "auto"), and
+    --no-blend: FEAT's output not blended with the view's."""
     from feat_engine.views import VIEWS
 
     def view(v: str) -> str | None:
@@ -340,6 +341,8 @@ def add_view_arg(p: argparse.ArgumentParser) -> None:
         return None if v == "none" else v
     p.add_argument("--view", type=view, default="auto",
                    help=f"FEAT's view (feat_engine/views.py): {', '.join(VIEWS)} or none (default auto)")
+    p.add_argument("--no-blend", dest="blend", action="store_false",
+                   help="FEAT's output alone, not blended with its view's (feat_engine/blend.py)")
 
 
 def precision_text(precision: str, device: str = "auto") -> str:

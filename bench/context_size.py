@@ -37,7 +37,7 @@ def run_table(name: str, contexts: list[int], args) -> dict:
     """One table at every context size: {"table", "task", "points": [{n_context, feat, lightgbm}]}."""
     qargs = SimpleNamespace(n_estimators=args.n_estimators, multiclass="ovr", device=args.device,
                             local_context=args.local_context, precision=args.precision,
-                            view=args.view, checkpoint=args.checkpoint, threads=args.threads, max_test=MAX_TEST)
+                            view=args.view, blend=args.blend, checkpoint=args.checkpoint, threads=args.threads, max_test=MAX_TEST)
     points, task = [], None
     for cap in contexts:
         qargs.max_context = cap
@@ -75,7 +75,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         f"with at least 20,000 rows; the context is capped at each size (stratified subsample, seed 0) and the "
         f"same {MAX_TEST:,} test rows are predicted every time. FEAT zero-shot with `n_estimators={args.n_estimators}`, "
         f"`local_context={args.local_context}`, {C.precision_text(args.precision, args.device)}"
-        f"{'' if args.view == 'auto' else f', `view={args.view!r}`'}, "
+        f"{'' if args.view == 'auto' else f', `view={args.view!r}`'}{'' if args.blend else ', `blend=False`'}, "
         f"checkpoint {C.checkpoint_line(args.checkpoint)}; LightGBM at its defaults.{_pretrained_rows(args.checkpoint)}"),
         "",
         *C.markdown_table(["table", "metric", "context rows", "FEAT", "LightGBM", "FEAT − LightGBM",

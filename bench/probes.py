@@ -130,7 +130,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         "## Synthetic probes",
         "",
         f"Generated tables with a known structure (bench/probes.py docstring), {N_TEST} test rows, mean over "
-        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`, checkpoint {C.checkpoint_line(args.checkpoint)}; "
+        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`{'' if args.blend else ', `blend=False`'}, checkpoint {C.checkpoint_line(args.checkpoint)}; "
         "baselines at library defaults.",
         "",
         *C.markdown_table(header, rows),

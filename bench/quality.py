@@ -78,7 +78,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
         from feat_engine import FEATClassifier, FEATRegressor
 
         kw = dict(n_estimators=args.n_estimators, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint,
-                  local_context=args.local_context, precision=args.precision, view=args.view)
+                  local_context=args.local_context, precision=args.precision, view=args.view, blend=args.blend)
         if clf:
             est = FEATClassifier(**kw, multiclass=args.multiclass).fit(Xc, yc)
             return _full_proba(est.predict_proba(Xq), est.classes_, k)
@@ -232,7 +232,7 @@ def report(recs: list[dict], methods: list[str], args, info: dict, command: str,
              f"Development tables, fixed 80/20 split (stratified, seed {C.SEED}); context capped at "
              f"{args.max_context:,} rows and test at {args.max_test:,} rows (stratified subsamples, same seed); every "
              f"method sees the same rows. FEAT: zero-shot, `n_estimators={args.n_estimators}`, "
-             f"`local_context={args.local_context}`, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`, checkpoint "
+             f"`local_context={args.local_context}`, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`{'' if args.blend else ', `blend=False`'}, checkpoint "
              f"{C.checkpoint_line(args.checkpoint)}. Baselines at library defaults (see `bench/quality.py` for the "
              "preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target divided by "
              "the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over tables. "

@@ -30,6 +30,7 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .blend import Blend, blend_prediction, blend_probability, choose_blend, held_out_rows
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
 from .inference import map_runs, run, uses_bf16
@@ -151,22 +152,27 @@ class _InContextBase(_FEATBase):
         feature slot (`views.py`): "additive" (ridge, or logistic regression for a binary run, over each
         feature and its B-splines), "trees" (histogram gradient boosting), "auto" (whichever of the two
         predicts the context's labels better out of fold, per run) or None.
+    blend: where the context is split into local parts and a view is read, hold one context row in eight
+        (512 to 2,048) out of the parts and blend the output with the view's own prediction at the weight
+        that predicts those rows best (`blend.py`); False = the model's output alone.
     """
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto", view: str | None = "auto",
+        precision: str = "auto", view: str | None = "auto", blend: bool = True,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
         self.view = view
+        self.blend = blend
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
         """Preprocess the context X with model targets y (class indices or standardised values),
-        score feature relevance where it is used, draw the members and their local contexts, and fit each
-        member's target statistics and view for every labelling its runs read (`run_inputs.py`)."""
+        score feature relevance where it is used, draw the members and their local contexts, fit each
+        member's target statistics and view for every labelling its runs read (`run_inputs.py`), and choose
+        the blend's weight on the context rows held out of the local parts (`blend.py`)."""
         size = self.local_context
         if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
             raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
@@ -189,14 +195,46 @@ class _InContextBase(_FEATBase):
             self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)
         self.members_ = plan_members(n, d, self.n_estimators, max_features, self.max_context, self.random_state,
                                      self.relevance_ if d > max_features else None)
+        held = None
         if local:
-            for m in self.members_:
-                weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)[m.features]
-                m.local = local_contexts(self.context_[m.rows][:, m.features], size, weights, m.seed)
+            if self.blend and self.view is not None:
+                held = held_out_rows(n, y if classification else None, self.random_state)
+            if not self._split_contexts(size, held):     # too few rows left outside `held`: no blend
+                held = None
+                self._split_contexts(size, None)
         self.run_inputs_ = [{key: self._fit_run_inputs(m, key, codes[m.rows], classification) for key in self._labellings()}
                             for m in self.members_]
-        self.reading_ = self._reading()
         self._states = StateCache()
+        self.blend_ = None if held is None else self._choose_blend(held, codes[held])
+        self.reading_ = self._reading()
+
+    def _split_contexts(self, size: int, held: np.ndarray | None) -> bool:
+        """Split each member's context rows, less the `held` ones, into local parts of `size` rows, the
+        distances weighted by relevance (nominal columns not at all); False if some member's rows are then
+        too few to split (it would read its whole context, held rows included)."""
+        d = self.context_.shape[1]
+        weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)
+        for m in self.members_:
+            keep = np.arange(len(m.rows)) if held is None else np.flatnonzero(~np.isin(m.rows, held))
+            m.local = local_contexts(self.context_[m.rows[keep]][:, m.features], size, weights[m.features], m.seed)
+            if m.local is None:
+                return False
+            m.local.parts = keep[m.local.parts]
+        return True
+
+    def _choose_blend(self, held: np.ndarray, codes: np.ndarray) -> Blend | None:
+        """The blend's weight, chosen on the context rows `held` out of the parts (with their nominal
+        `codes`), read as queries; None where no run has a view."""
+        x = self.context_[held]
+        routes = [m.local.route(x[:, m.features]) for m in self.members_]
+        outputs = self._outputs(x, codes, routes, held)
+        if all(np.isnan(s).all() for _, s in outputs):
+            return None
+        return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
+
+    def _weight(self) -> float:
+        """The view's weight in the blend (0 where there is none)."""
+        return 0.0 if self.blend_ is None else self.blend_.weight
 
     def _engine(self) -> dict[str, Any]:
         """The device, precision and kept context states (`state_cache.py`) of every engine run."""
@@ -266,6 +304,8 @@ class _InContextBase(_FEATBase):
                      f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
         if self.reading_choice_ is not None:
             parts.append(f"that reading {self.reading_choice_.describe()}")
+        if self.blend_ is not None:
+            parts.append(self.blend_.describe())
         return "; ".join(parts) + "."
 
     def _query_codes(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
@@ -280,15 +320,30 @@ class _InContextBase(_FEATBase):
     def _n_runs(routes: list[np.ndarray | None]) -> int:
         return sum(1 if r is None else len(np.unique(r)) for r in routes)
 
+    def _run_matrices(self, m: Member, key: int | None, xq: np.ndarray, cq: np.ndarray,
+                      held: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Member m's context matrix, query matrix and the view's own prediction for each query (NaN
+        without a view) under labelling `key`: its fitted target statistics and view (`run_inputs_`)
+        applied. `held` gives the context row of each query row when the queries are context rows held
+        out of the parts: those of the member's context read their cross-fitted values."""
+        inputs = self.run_inputs_[m.index][key]
+        ctx, q = inputs.context(self.context_[m.rows]), inputs.queries(xq, cq)
+        if held is not None:
+            at = np.full(len(self.context_), -1)
+            at[m.rows] = np.arange(len(m.rows))
+            pos = at[held]
+            q[pos >= 0] = ctx[pos[pos >= 0]]
+        view = inputs.view
+        return ctx, q, np.full(len(q), np.nan) if view is None else q[:, 0] * view.std + view.mean
+
     def _in_context(
-        self, m: Member, route: np.ndarray | None, key: int | None, xq: np.ndarray, cq: np.ndarray,
+        self, m: Member, route: np.ndarray | None, key: int | None, ctx: np.ndarray, q: np.ndarray,
         call: Call, steps: StepCounter, regression: bool = False,
     ) -> np.ndarray:
-        """Member m's output for every query row under labelling `key`: its fitted target statistics and
-        view (`run_inputs_`) applied, then one `call` on the whole context or one per local part
-        that some query row is routed to, the parts on all cores (`map_runs`)."""
-        inputs = self.run_inputs_[m.index][key]
-        ctx, q, yr = inputs.context(self.context_[m.rows]), inputs.queries(xq, cq), self._labels(key)[m.rows]
+        """Member m's output for every query row of q under labelling `key` (`_run_matrices`): one `call`
+        on the whole context or one per local part that some query row is routed to, the parts on all
+        cores (`map_runs`)."""
+        yr = self._labels(key)[m.rows]
         if in_quantile_view(m):
             call = _in_quantile_view(call)
         if route is None:
@@ -351,10 +406,10 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        multiclass: str = "ovr", precision: str = "auto", view: str | None = "auto",
+        multiclass: str = "ovr", precision: str = "auto", view: str | None = "auto", blend: bool = True,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
-                         progress, precision, view)
+                         progress, precision, view, blend)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":
@@ -386,28 +441,53 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
-        xq, cq, routes = self._query_codes(X)
+        return self._combine(self._outputs(*self._query_codes(X)), self._weight())
+
+    def _outputs(self, xq: np.ndarray, cq: np.ndarray, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: (M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and
+        beside them the views' logits, one column per run."""
         model = self._model()[0]
         k = len(self.classes_)
         keys = self._labellings()
         one_run = keys == [None]
-        members = self.members_
-        steps = StepCounter(self.progress, self._n_runs(routes) * (1 if one_run else k))
-        proba = np.zeros((len(xq), k))
-        for m, route in zip(members, routes):
-            name = f"member {m.index + 1}/{len(members)}"
+        steps = StepCounter(self.progress, self._n_runs(routes) * len(keys))
+        outputs = []
+        for m, route in zip(self.members_, routes):
+            name = f"member {m.index + 1}/{len(self.members_)}"
 
             def call(n_classes: int, label: str) -> Call:
                 return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self._engine(),
                                                               steps.callback(label + part))
-            if one_run:
-                proba += self._in_context(m, route, None, xq, cq, call(k, name), steps)
+            scores, views = [], []
+            for c in keys:
+                ctx, q, view = self._run_matrices(m, c, xq, cq, held)
+                label = name if one_run else f"{name}, class {c + 1}/{k}"
+                out = self._in_context(m, route, c, ctx, q, call(k if one_run else 2, label), steps)
+                scores.append(out if one_run else out[:, 1])
+                views.append(view)
+            outputs.append((scores[0] if one_run else np.stack(scores, axis=1), np.stack(views, axis=1)))
+        return outputs
+
+    def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
+        """Each binary run's probability of its class blended with its view's logit, one-vs-rest scores
+        normalised, averaged over the members."""
+        proba = 0.0
+        for scores, views in outputs:
+            if self._labellings() == [None]:
+                if scores.shape[1] == 2:
+                    p = blend_probability(scores[:, 1], views[:, 0], weight)
+                    scores = np.column_stack([1.0 - p, p])
             else:
-                scores = np.stack([
-                    self._in_context(m, route, c, xq, cq, call(2, f"{name}, class {c + 1}/{k}"), steps)[:, 1]
-                    for c in keys], axis=1)
-                proba += scores / scores.sum(axis=1, keepdims=True)
-        return proba / len(members)
+                scores = blend_probability(scores, views, weight)
+                scores = scores / scores.sum(axis=1, keepdims=True)
+            proba = proba + scores
+        return proba / len(outputs)
+
+    @staticmethod
+    def _row_loss(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Log-loss of each row's true class (class indices y)."""
+        return -np.log(np.clip(proba[np.arange(len(y)), y], 1e-6, 1.0))
 
     def predict(self, X: Any) -> np.ndarray:
         """Most probable label per query row, in the labels' own type."""
@@ -440,17 +520,32 @@ class FEATRegressor(RegressorMixin, _InContextBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets in the original units, averaged over the members."""
-        xq, cq, routes = self._query_codes(X)
+        z = self._combine(self._outputs(*self._query_codes(X)), self._weight())     # checks it is fitted first
+        return self.scaler_.inverse_transform(z)
+
+    def _outputs(self, xq: np.ndarray, cq: np.ndarray, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its (M,) predictions of the standardised target and its view's beside them."""
         model = self._model()[0]
-        members = self.members_
         steps = StepCounter(self.progress, self._n_runs(routes))
-        pred = np.zeros(len(xq))
-        for m, route in zip(members, routes):
-            name = f"member {m.index + 1}/{len(members)}"
-            pred += self._in_context(m, route, None, xq, cq, lambda ctx, y, q, part: run(
+        outputs = []
+        for m, route in zip(self.members_, routes):
+            name = f"member {m.index + 1}/{len(self.members_)}"
+            ctx, q, view = self._run_matrices(m, None, xq, cq, held)
+            pred = self._in_context(m, route, None, ctx, q, lambda ctx, y, q, part: run(
                 model, ctx, y, q, "regression", column_ids=m.column_ids(model, ctx.shape[1]),
                 progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)
-        return self.scaler_.inverse_transform(pred / len(members))
+            outputs.append((pred, view))
+        return outputs
+
+    def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
+        """The members' predictions blended with their views' and averaged (standardised target)."""
+        return np.mean([blend_prediction(pred, view, weight) for pred, view in outputs], axis=0)
+
+    @staticmethod
+    def _row_loss(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Squared error of each row's standardised target."""
+        return (pred - y) ** 2
 
 
 class FEATImputer(TransformerMixin, _FEATBase):

@@ -31,7 +31,7 @@ class RunInputs:
         """The same for (M, D) standardised query rows and their nominal level codes; each row's values
         depend on that row alone."""
         x = x_query if self.stats is None else self.stats.query_matrix(x_query, codes_query)
-        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x))
+        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x, codes_query))
 
     @staticmethod
     def _with_view(x: np.ndarray, view: np.ndarray | None) -> np.ndarray:
@@ -45,4 +45,4 @@ def fit_run_inputs(x_ctx: np.ndarray, codes_ctx: np.ndarray, labels: np.ndarray,
     the view on the context with them (`views.fit_view`; `view` None for none)."""
     stats = fit_target_stats(codes_ctx, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view))
+    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view, codes_ctx, nominal))

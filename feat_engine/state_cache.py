@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-MAX_BYTES = 512 * 2**20     # about 880 local parts of 11 features and the label (0.61 MB each)
+MAX_BYTES = 1024 * 2**20    # about 1,760 local parts of 11 features and the label (0.61 MB each)
 
 
 def _nbytes(obj: Any) -> int:

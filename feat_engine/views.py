@@ -13,7 +13,10 @@ fitted, and the run reads the one whose out-of-fold predictions of the context's
   a binary run, over each standardised feature (missing cells at the mean, 0) and its cubic B-splines
   with knots at the context's quantiles;
 - the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
-  as they are.
+  as they are, and nominal columns of at most MAX_LEVELS levels read as the native categories of their level
+  codes. Fitted on the cross-fitted target statistics instead, the trees split on values that differ from
+  fold to fold for one level, while queries carry the whole context's: on the diamonds table that made their
+  out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend").
 
 As with the target statistics, the context rows get out-of-fold predictions, so that no row sees its own
 label, and query rows the prediction of the model fitted on the whole context, so that a query's value
@@ -37,6 +40,7 @@ VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides
 FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
 FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the fits stay O(1) in the context's rows
+MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree view's native categories
 
 
 def basis(splines: SplineTransformer, x: np.ndarray) -> np.ndarray:
@@ -68,11 +72,43 @@ class View:
     mean: float                               # statistics of the out-of-fold predictions
     std: float
     loss: float                               # their mean loss on the context's labels (`_loss`)
+    categories: Categories | None = None      # the tree view's nominal columns read as level codes
 
-    def queries(self, x_query: np.ndarray) -> np.ndarray:
-        """(M,) the view of the (M, D) standardised query rows: each row's value depends on that row alone."""
+    def queries(self, x_query: np.ndarray, codes_query: np.ndarray | None = None) -> np.ndarray:
+        """(M,) the view of the (M, D) standardised query rows (with their nominal level codes where the view
+        reads `categories`): each row's value depends on that row alone."""
+        if self.categories is not None:
+            x_query = self.categories.matrix(x_query, codes_query)
         s = _score(self.model, x_query if self.design is None else self.design(x_query))
         return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
+
+
+@dataclass
+class Categories:
+    """Nominal columns a tree view reads as native categories: `columns` of the standardised matrix, taken
+    from `codes` columns of the level codes (`TablePreprocessor.nominal_codes`)."""
+
+    columns: np.ndarray
+    codes: np.ndarray
+
+    @classmethod
+    def of(cls, codes_ctx: np.ndarray, nominal: np.ndarray) -> Categories | None:
+        """The nominal columns (`nominal[j]` holding codes column j) of at most MAX_LEVELS levels in the
+        context's codes; None if there are none."""
+        levels = np.array([np.nanmax(c, initial=-1) + 1 for c in codes_ctx.T]) if len(nominal) else np.zeros(0)
+        keep = np.flatnonzero(levels <= MAX_LEVELS)
+        return cls(np.asarray(nominal)[keep], keep) if len(keep) else None
+
+    def matrix(self, x: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """A copy of x whose `columns` hold the level codes (missing, and levels the context never saw, NaN)."""
+        x = x.copy()
+        c = codes[:, self.codes]
+        x[:, self.columns] = np.where(c >= 0, c, np.nan)
+        return x
+
+    def mask(self, d: int) -> np.ndarray:
+        """(d,) which of d columns are categories."""
+        return np.isin(np.arange(d), self.columns)
 
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
@@ -117,10 +153,17 @@ def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool
     return _cross_fitted("additive", basis(splines, x_ctx), partial(basis, splines), y_ctx, classification, make, seed)
 
 
-def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> View | None:
-    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring)."""
+def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
+                  categories: Categories | None = None) -> View | None:
+    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading
+    `categories` (with the codes already in x_ctx's columns) as native categories."""
     model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
-    return _cross_fitted("trees", x_ctx, None, y_ctx, classification, lambda: model(random_state=seed), seed)
+    mask = None if categories is None else categories.mask(x_ctx.shape[1])
+    view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
+                         lambda: model(random_state=seed, categorical_features=mask), seed)
+    if view is not None:
+        view.categories = categories
+    return view
 
 
 def check_view(view: str | None) -> None:
@@ -129,13 +172,18 @@ def check_view(view: str | None) -> None:
         raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
 
 
-def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto") -> View | None:
+def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
+             codes_ctx: np.ndarray | None = None, nominal: np.ndarray | None = None) -> View | None:
     """The view a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the lower
-    out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted)."""
+    out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted). The
+    trees read the `nominal` columns (codes_ctx column j holding nominal[j]'s level codes) as categories."""
     check_view(view)
     if view is None:
         return None
-    fits = {"additive": fit_additive_view, "trees": fit_tree_view}
+    categories = None if codes_ctx is None or nominal is None else Categories.of(codes_ctx, nominal)
+    fits = {"additive": fit_additive_view,
+            "trees": lambda x, *a: fit_tree_view(x if categories is None else categories.matrix(x, codes_ctx), *a,
+                                                  categories=categories)}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     fitted = [v for v in (fits[k](x_ctx, y_ctx, classification, seed) for k in kinds) if v is not None]
     return min(fitted, key=lambda v: v.loss, default=None)

@@ -1,0 +1,79 @@
+"""The blend: FEAT's output and its view's own prediction, weighted on held-out context rows
+(docs/design.md, "The blend").
+
+On a long context each query reads a local part of about a thousand rows, while the view (`views.py`) is
+a classical model fitted on the whole context. The model reads the view as one more feature and
+re-calibrates it on its part's rows, and on the development tables' longest contexts that reading
+predicted worse than the view alone. So when a member's context is split into local parts, a share of the
+context rows (`held_out_rows`) is kept out of every part. Those rows are then read as queries, with their
+cross-fitted target statistics and view values, and the weight w in WEIGHTS whose blend loses least on
+their labels is kept:
+
+    classification, each binary run:   logit p' = (1 - w) logit p + w s     (s: the view's logit)
+    regression:                         y' = (1 - w) y + w s                 (s: the view's prediction)
+
+w = 0 is FEAT alone, w = 1 the view alone. A query's blend reads that query's own output and view, so it
+still depends on that query alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import expit, logit
+from sklearn.model_selection import train_test_split
+
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)   # the view's weight in the blend
+HELD_SHARE = 8       # one context row in HELD_SHARE is held out of the parts ...
+MIN_HELD = 512       # ... if that makes at least this many (shorter contexts are not blended)
+MAX_HELD = 2048      # ... and at most this many
+
+
+def held_out_rows(n: int, y: np.ndarray | None, seed: int | None) -> np.ndarray | None:
+    """Sorted indices of the context rows (of n) held out of the local parts to choose the weight; None
+    where that would be fewer than MIN_HELD. Class labels y, where given, stratify the choice."""
+    k = min(MAX_HELD, n // HELD_SHARE)
+    if k < MIN_HELD:
+        return None
+    stratify = y is not None and np.unique(y, return_counts=True)[1].min() >= 2
+    _, held = train_test_split(np.arange(n), test_size=k, random_state=seed, stratify=y if stratify else None)
+    return np.sort(held)
+
+
+def blend_probability(p: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
+    """Binary runs' probabilities p blended with their views' logits s at weight w (in logit space); p is
+    kept where s is NaN (a run without a view)."""
+    if w == 0.0:
+        return p
+    mixed = expit((1.0 - w) * logit(np.clip(p, 1e-7, 1.0 - 1e-7)) + w * np.nan_to_num(s))
+    return np.where(np.isnan(s), p, mixed)
+
+
+def blend_prediction(y: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
+    """Regression runs' predictions y blended with their views' predictions s at weight w; y is kept where
+    s is NaN (a run without a view)."""
+    return np.where(np.isnan(s), y, (1.0 - w) * y + w * np.nan_to_num(s))
+
+
+@dataclass
+class Blend:
+    """The chosen weight of the view, and the evidence: the mean held-out loss at each weight."""
+
+    weight: float
+    loss: dict[float, float]
+    rows: int               # held-out context rows scored
+
+    def describe(self) -> str:
+        """One phrase for the estimator's reading sentence."""
+        scores = ", ".join(f"{w:g}: {v:.4f}" for w, v in self.loss.items())
+        return (f"the output blended with the view's own prediction at weight {self.weight:g}, chosen on "
+                f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores})")
+
+
+def choose_blend(row_loss: Callable[[float], np.ndarray]) -> Blend:
+    """The weight in WEIGHTS whose blend has the lowest mean held-out loss (`row_loss(w)`: one loss per held-out
+    row); ties go to the smaller weight."""
+    losses = {w: row_loss(w) for w in WEIGHTS}
+    mean = {w: float(v.mean()) for w, v in losses.items()}
+    return Blend(min(WEIGHTS, key=lambda w: mean[w]), mean, len(losses[WEIGHTS[0]]))

@@ -1,0 +1,135 @@
+"""The blend of FEAT's output with its view's own prediction (`blend.py`), and the tree view's native
+categories (`views.Categories`)."""
+import numpy as np
+import pytest
+from scipy.special import expit
+
+import feat_engine.estimators as est_mod
+from feat_engine import FEATClassifier, FEATRegressor
+from feat_engine.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
+from feat_engine.inference import RunResult
+from feat_engine.views import MAX_LEVELS, Categories, fit_tree_view, fit_view
+
+
+def nearest_row_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
+    """A stand-in for the engine: each query gets the label of its nearest context row, exactly the row's
+    own label if it sits in the context."""
+    d = np.nansum((x_query[:, None, :] - x_ctx[None]) ** 2, axis=-1)
+    y = np.asarray(y_ctx)[np.argmin(d, axis=1)]
+    if task == "regression":
+        return RunResult(logits=None, pred=y, recon=None, attention=None)
+    logits = np.full((len(x_query), 10), -np.inf)
+    logits[:, :n_classes] = 0.0
+    logits[np.arange(len(x_query)), y.astype(int)] = 5.0
+    return RunResult(logits=logits, pred=None, recon=None, attention=None)
+
+
+def test_blend_formulas_and_held_out_share():
+    p, s = np.array([0.2, 0.9, 0.5]), np.array([2.0, np.nan, -1.0])
+    np.testing.assert_array_equal(blend_probability(p, s, 0.0), p)
+    np.testing.assert_allclose(blend_probability(p, s, 1.0), [expit(2.0), 0.9, expit(-1.0)])
+    np.testing.assert_allclose(blend_probability(p, s, 0.5)[0], expit(0.5 * np.log(0.25) + 1.0))
+    np.testing.assert_allclose(blend_prediction(np.array([1.0, 2.0]), np.array([3.0, np.nan]), 0.25), [1.5, 2.0])
+    assert held_out_rows(4095, None, 0) is None                  # 511 rows: too few to choose on
+    assert len(held_out_rows(4096, None, 0)) == 512
+    y = np.r_[np.zeros(9000), np.ones(1000)].astype(int)
+    held = held_out_rows(10_000, y, 0)
+    assert len(held) == 1250 and np.all(np.diff(held) > 0) and y[held].mean() == pytest.approx(0.1, abs=1e-3)
+    assert len(held_out_rows(10**6, None, 0)) == MAX_HELD
+
+
+def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monkeypatch):
+    """On a target of pure noise the nearest-row stand-in would score the held-out rows perfectly if their
+    own labelled rows sat in the parts they read; held out, FEAT's loss is about twice the variance."""
+    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(4800, 3)), rng.normal(size=4800)
+    reg = FEATRegressor(n_estimators=2, local_context=256, view="additive").fit(X, y)
+    assert reg.blend_ is not None and reg.blend_.rows == 600
+    held = held_out_rows(4800, None, 0)
+    for m in reg.members_:
+        assert not np.isin(m.rows[m.local.parts], held).any()
+        assert np.isin(np.setdiff1d(m.rows, held), m.rows[m.local.parts]).mean() > 0.9
+    assert reg.blend_.loss[0.0] > 1.5                            # FEAT alone: no row saw its own label
+    assert set(reg.blend_.loss) == set(WEIGHTS) and reg.blend_.weight == min(WEIGHTS, key=reg.blend_.loss.get)
+    assert "chosen on 600 context rows held out of the parts" in reg.reading_
+
+
+def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch):
+    """A target the additive view fits and the stand-in cannot (a sum over many features) takes the view;
+    a ragged one-feature target that the nearest row reads and five spline knots cannot takes FEAT."""
+    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4800, 12))
+    dense = X @ rng.normal(size=12)
+    reg = FEATRegressor(n_estimators=1, local_context=256, view="additive").fit(X, dense)
+    assert reg.blend_.weight == 1.0
+    x1 = rng.uniform(size=(4800, 1))
+    ragged = np.sign(np.sin(60 * x1[:, 0]))
+    reg = FEATRegressor(n_estimators=1, local_context=256, view="additive").fit(x1, ragged)
+    assert reg.blend_.weight == 0.0
+    off = FEATRegressor(n_estimators=1, local_context=256, view="additive", blend=False).fit(X, dense)
+    assert off.blend_ is None and "blended" not in off.reading_
+    assert FEATRegressor(n_estimators=1, local_context=None, view="additive").fit(X, dense).blend_ is None
+    assert FEATRegressor(n_estimators=1, local_context=256, view=None).fit(X, dense).blend_ is None
+
+
+@pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
+def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k):
+    """With a blend in force, a query's prediction is the weighted blend of the model's output and its
+    view's, and does not depend on the other query rows."""
+    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(4400, 4))
+    t = X[:, 0] + np.sin(2 * X[:, 1])
+    y = t if k == 0 else np.digitize(t, np.quantile(t, np.linspace(0, 1, k + 1)[1:-1]))
+    est = Est(n_estimators=2, local_context=256, view="additive").fit(X[:4096], y[:4096])
+    assert est.blend_ is not None
+    f = est.predict if Est is FEATRegressor else est.predict_proba
+    full = f(X[4096:])
+    alone = np.concatenate([f(X[4096 + i:4097 + i]) for i in range(3)])
+    np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
+    outputs = est._outputs(*est._query_codes(X[4096:]))
+    w = est.blend_.weight
+    if Est is FEATRegressor:
+        want = np.mean([(1 - w) * p + w * s for p, s in outputs], axis=0)
+        np.testing.assert_allclose(full, est.scaler_.inverse_transform(want))
+    else:
+        for scores, views in outputs:
+            assert scores.shape == (len(X) - 4096, k) and views.shape == (len(X) - 4096, 1 if k == 2 else k)
+        assert np.allclose(full.sum(axis=1), 1.0)
+
+
+def test_tree_view_reads_few_level_nominal_columns_as_native_categories():
+    """The tree view's nominal columns of at most MAX_LEVELS levels hold their level codes (missing and
+    unseen levels NaN) and are the boosting's categorical features, cross-fitted as before; a column of more
+    levels keeps its statistics."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.model_selection import KFold
+
+    from feat_engine.views import FOLDS
+
+    rng = np.random.default_rng(3)
+    n = 400
+    codes = np.column_stack([rng.integers(0, 6, n), rng.integers(0, MAX_LEVELS + 8, n)]).astype(float)
+    codes[::23, 0] = np.nan
+    x = np.column_stack([rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)])    # cols 1, 2: statistics
+    y = np.array([3, -2, 0, 1, -1, 2], float)[np.nan_to_num(codes[:, 0]).astype(int)] + x[:, 0]
+    cats = Categories.of(codes, np.array([1, 2]))
+    np.testing.assert_array_equal(cats.columns, [1]) and np.testing.assert_array_equal(cats.codes, [0])
+    design = cats.matrix(x, codes)
+    np.testing.assert_array_equal(design[:, 1], codes[:, 0])
+    np.testing.assert_array_equal(design[:, 2], x[:, 2])
+    v = fit_view(x, y, False, 5, "trees", codes, np.array([1, 2]))
+    mask = [False, True, False]
+    oof = np.empty(n)
+    for tr, va in KFold(FOLDS, shuffle=True, random_state=5).split(design):
+        oof[va] = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(
+            design[tr], y[tr]).predict(design[va])
+    np.testing.assert_allclose(v.context, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    xq, cq = x[:4].copy(), codes[:4].copy()
+    cq[0, 0] = -1                                                   # a level the context never saw
+    full = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(design, y)
+    want = full.predict(np.column_stack([xq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
+    np.testing.assert_allclose(v.queries(xq, cq), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    assert fit_tree_view(x, y, False, 5).categories is None
