@@ -226,8 +226,7 @@ class _InContextBase(_FEATBase):
         """The blend's weight, chosen on the context rows `held` out of the parts (with their nominal
         `codes`), read as queries; None where no run has a view."""
         x = self.context_[held]
-        routes = [m.local.route(x[:, m.features]) for m in self.members_]
-        outputs = self._outputs(x, codes, routes, held)
+        outputs = self._outputs(x, codes, self._routes(x), held)
         if all(np.isnan(s).all() for _, s in outputs):
             return None
         return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
@@ -313,8 +312,11 @@ class _InContextBase(_FEATBase):
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
         xq = self.preprocessor_.transform(frame, "query")
-        routes = [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
-        return xq, self.preprocessor_.nominal_codes(frame, "query"), routes
+        return xq, self.preprocessor_.nominal_codes(frame, "query"), self._routes(xq)
+
+    def _routes(self, xq: np.ndarray) -> list[np.ndarray | None]:
+        """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
+        return [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
 
     @staticmethod
     def _n_runs(routes: list[np.ndarray | None]) -> int:
@@ -472,15 +474,15 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
         """Each binary run's probability of its class blended with its view's logit, one-vs-rest scores
         normalised, averaged over the members."""
+        one_run = self._labellings() == [None]       # a "head" run on K > 2 classes has no view
         proba = 0.0
         for scores, views in outputs:
-            if self._labellings() == [None]:
-                if scores.shape[1] == 2:
-                    p = blend_probability(scores[:, 1], views[:, 0], weight)
-                    scores = np.column_stack([1.0 - p, p])
-            else:
+            if not one_run:
                 scores = blend_probability(scores, views, weight)
                 scores = scores / scores.sum(axis=1, keepdims=True)
+            elif scores.shape[1] == 2:
+                p = blend_probability(scores[:, 1], views[:, 0], weight)
+                scores = np.column_stack([1.0 - p, p])
             proba = proba + scores
         return proba / len(outputs)
 

@@ -154,11 +154,14 @@ def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool
 
 
 def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                  categories: Categories | None = None) -> View | None:
-    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading
-    `categories` (with the codes already in x_ctx's columns) as native categories."""
+                  codes_ctx: np.ndarray | None = None, nominal: np.ndarray | None = None) -> View | None:
+    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading the
+    `nominal` columns of few levels (codes_ctx column j holding nominal[j]'s level codes) as native categories."""
     model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
-    mask = None if categories is None else categories.mask(x_ctx.shape[1])
+    categories = None if codes_ctx is None or nominal is None else Categories.of(codes_ctx, nominal)
+    mask = None
+    if categories is not None:
+        x_ctx, mask = categories.matrix(x_ctx, codes_ctx), categories.mask(x_ctx.shape[1])
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
                          lambda: model(random_state=seed, categorical_features=mask), seed)
     if view is not None:
@@ -180,10 +183,8 @@ def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: i
     check_view(view)
     if view is None:
         return None
-    categories = None if codes_ctx is None or nominal is None else Categories.of(codes_ctx, nominal)
-    fits = {"additive": fit_additive_view,
-            "trees": lambda x, *a: fit_tree_view(x if categories is None else categories.matrix(x, codes_ctx), *a,
-                                                  categories=categories)}
+    fits = {"additive": lambda: fit_additive_view(x_ctx, y_ctx, classification, seed),
+            "trees": lambda: fit_tree_view(x_ctx, y_ctx, classification, seed, codes_ctx, nominal)}
     kinds = ("additive", "trees") if view == "auto" else (view,)
-    fitted = [v for v in (fits[k](x_ctx, y_ctx, classification, seed) for k in kinds) if v is not None]
+    fitted = [v for v in (fits[k]() for k in kinds) if v is not None]
     return min(fitted, key=lambda v: v.loss, default=None)

@@ -116,7 +116,8 @@ def test_tree_view_reads_few_level_nominal_columns_as_native_categories():
     x = np.column_stack([rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)])    # cols 1, 2: statistics
     y = np.array([3, -2, 0, 1, -1, 2], float)[np.nan_to_num(codes[:, 0]).astype(int)] + x[:, 0]
     cats = Categories.of(codes, np.array([1, 2]))
-    np.testing.assert_array_equal(cats.columns, [1]) and np.testing.assert_array_equal(cats.codes, [0])
+    np.testing.assert_array_equal(cats.columns, [1])
+    np.testing.assert_array_equal(cats.codes, [0])
     design = cats.matrix(x, codes)
     np.testing.assert_array_equal(design[:, 1], codes[:, 0])
     np.testing.assert_array_equal(design[:, 2], x[:, 2])
