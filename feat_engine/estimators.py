@@ -37,7 +37,7 @@ from .inference import map_runs, run, uses_bf16
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
-    ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, as_frame, is_continuous,
+    ClassEncoder, FEATDataWarning, FEATInputError, RowDetail, TablePreprocessor, TargetScaler, as_frame, is_continuous,
     sklearn_words, standardise, target_rows,
 )
 from .quantile_view import in_quantile_view, quantile_normal
@@ -179,7 +179,7 @@ class _InContextBase(_FEATBase):
         check_view(self.view)
         self._fit_features(X)
         self.y_ = y
-        codes = self.preprocessor_.nominal_codes(X, "context")
+        detail = self.preprocessor_.detail(X, "context")
         n, d = self.context_.shape
         max_features = max(1, self._model()[1] - (self.view is not None))     # the view takes one slot
         n_ctx = n if self.max_context is None else min(n, self.max_context)
@@ -202,10 +202,10 @@ class _InContextBase(_FEATBase):
             if not self._split_contexts(size, held):     # too few rows left outside `held`: no blend
                 held = None
                 self._split_contexts(size, None)
-        self.run_inputs_ = [{key: self._fit_run_inputs(m, key, codes[m.rows], classification) for key in self._labellings()}
+        self.run_inputs_ = [{key: self._fit_run_inputs(m, key, detail[m.rows], classification) for key in self._labellings()}
                             for m in self.members_]
         self._states = StateCache()
-        self.blend_ = None if held is None else self._choose_blend(held, codes[held])
+        self.blend_ = None if held is None else self._choose_blend(held, detail[held])
         self.reading_ = self._reading()
 
     def _split_contexts(self, size: int, held: np.ndarray | None) -> bool:
@@ -222,11 +222,11 @@ class _InContextBase(_FEATBase):
             m.local.parts = keep[m.local.parts]
         return True
 
-    def _choose_blend(self, held: np.ndarray, codes: np.ndarray) -> Blend | None:
-        """The blend's weight, chosen on the context rows `held` out of the parts (with their nominal
-        `codes`), read as queries; None where no run has a view."""
+    def _choose_blend(self, held: np.ndarray, detail: RowDetail) -> Blend | None:
+        """The blend's weight, chosen on the context rows `held` out of the parts (with their `detail`),
+        read as queries; None where no run has a view."""
         x = self.context_[held]
-        outputs = self._outputs(x, codes, self._routes(x), held)
+        outputs = self._outputs(x, detail, self._routes(x), held)
         if all(np.isnan(s).all() for _, s in outputs):
             return None
         return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
@@ -248,13 +248,13 @@ class _InContextBase(_FEATBase):
         """The context's labels under labelling `key`."""
         return self.y_ if key is None else (self.y_ == key).astype(np.int64)
 
-    def _fit_run_inputs(self, m: Member, key: int | None, codes: np.ndarray, classification: bool) -> RunInputs:
+    def _fit_run_inputs(self, m: Member, key: int | None, detail: RowDetail, classification: bool) -> RunInputs:
         """Member m's target statistics (where the labels are one target: numbers, or 0/1) and view,
-        from the nominal level `codes` of its context rows."""
+        with the `detail` of its context rows."""
         labels = self._labels(key)[m.rows]
         single = not classification or key is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
-        return fit_run_inputs(self.context_[m.rows], codes, labels, m.features, nominal,
+        return fit_run_inputs(self.context_[m.rows], detail, labels, m.features, nominal,
                               classification, self.view, m.seed)
 
     def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
@@ -307,12 +307,12 @@ class _InContextBase(_FEATBase):
             parts.append(self.blend_.describe())
         return "; ".join(parts) + "."
 
-    def _query_codes(self, X: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray | None]]:
-        """Standardised query rows, their nominal codes, and each member's routing of them."""
+    def _query_rows(self, X: Any) -> tuple[np.ndarray, RowDetail, list[np.ndarray | None]]:
+        """Standardised query rows, their detail, and each member's routing of them."""
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
         xq = self.preprocessor_.transform(frame, "query")
-        return xq, self.preprocessor_.nominal_codes(frame, "query"), self._routes(xq)
+        return xq, self.preprocessor_.detail(frame, "query"), self._routes(xq)
 
     def _routes(self, xq: np.ndarray) -> list[np.ndarray | None]:
         """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
@@ -322,14 +322,14 @@ class _InContextBase(_FEATBase):
     def _n_runs(routes: list[np.ndarray | None]) -> int:
         return sum(1 if r is None else len(np.unique(r)) for r in routes)
 
-    def _run_matrices(self, m: Member, key: int | None, xq: np.ndarray, cq: np.ndarray,
+    def _run_matrices(self, m: Member, key: int | None, xq: np.ndarray, detail: RowDetail,
                       held: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Member m's context matrix, query matrix and the view's own prediction for each query (NaN
         without a view) under labelling `key`: its fitted target statistics and view (`run_inputs_`)
         applied. `held` gives the context row of each query row when the queries are context rows held
         out of the parts: those of the member's context read their cross-fitted values."""
         inputs = self.run_inputs_[m.index][key]
-        ctx, q = inputs.context(self.context_[m.rows]), inputs.queries(xq, cq)
+        ctx, q = inputs.context(self.context_[m.rows]), inputs.queries(xq, detail)
         if held is not None:
             at = np.full(len(self.context_), -1)
             at[m.rows] = np.arange(len(m.rows))
@@ -443,9 +443,9 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
-        return self._combine(self._outputs(*self._query_codes(X)), self._weight())
+        return self._combine(self._outputs(*self._query_rows(X)), self._weight())
 
-    def _outputs(self, xq: np.ndarray, cq: np.ndarray, routes: list[np.ndarray | None],
+    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
                  held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per member: (M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and
         beside them the views' logits, one column per run."""
@@ -463,7 +463,7 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
                                                               steps.callback(label + part))
             scores, views = [], []
             for c in keys:
-                ctx, q, view = self._run_matrices(m, c, xq, cq, held)
+                ctx, q, view = self._run_matrices(m, c, xq, detail, held)
                 label = name if one_run else f"{name}, class {c + 1}/{k}"
                 out = self._in_context(m, route, c, ctx, q, call(k if one_run else 2, label), steps)
                 scores.append(out if one_run else out[:, 1])
@@ -522,10 +522,10 @@ class FEATRegressor(RegressorMixin, _InContextBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets in the original units, averaged over the members."""
-        z = self._combine(self._outputs(*self._query_codes(X)), self._weight())     # checks it is fitted first
+        z = self._combine(self._outputs(*self._query_rows(X)), self._weight())     # checks it is fitted first
         return self.scaler_.inverse_transform(z)
 
-    def _outputs(self, xq: np.ndarray, cq: np.ndarray, routes: list[np.ndarray | None],
+    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
                  held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per member: its (M,) predictions of the standardised target and its view's beside them."""
         model = self._model()[0]
@@ -533,7 +533,7 @@ class FEATRegressor(RegressorMixin, _InContextBase):
         outputs = []
         for m, route in zip(self.members_, routes):
             name = f"member {m.index + 1}/{len(self.members_)}"
-            ctx, q, view = self._run_matrices(m, None, xq, cq, held)
+            ctx, q, view = self._run_matrices(m, None, xq, detail, held)
             pred = self._in_context(m, route, None, ctx, q, lambda ctx, y, q, part: run(
                 model, ctx, y, q, "regression", column_ids=m.column_ids(model, ctx.shape[1]),
                 progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)

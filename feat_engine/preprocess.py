@@ -208,6 +208,19 @@ class _Column:
         return np.column_stack([_DATE_PARTS[p](s) for p in self.parts])
 
 
+@dataclass
+class RowDetail:
+    """What the engine's clipped matrix leaves out of some rows, for the classical models fitted beside it
+    (`target_stats.py`, `views.py`): the level codes of the nominal columns, and the standardised values
+    before the clip, which merges a long tail into one value."""
+
+    codes: np.ndarray       # (N, n_nominal) `TablePreprocessor.nominal_codes`
+    values: np.ndarray      # (N, D) standardised, not clipped (float32)
+
+    def __getitem__(self, rows: Any) -> RowDetail:
+        return RowDetail(self.codes[rows], self.values[rows])
+
+
 class TablePreprocessor:
     """Fit on the context table; `transform` any table with the same columns."""
 
@@ -282,6 +295,10 @@ class TablePreprocessor:
         """Feature indices of the nominal columns (their codes carry no order)."""
         return np.flatnonzero([c.nominal for c in self.plan_ for _ in c.features()])
 
+    def detail(self, X: pd.DataFrame, what: str = "X") -> RowDetail:
+        """What `transform` leaves out of X's rows, for the classical models fitted beside the engine."""
+        return RowDetail(self.nominal_codes(X, what), self.transform(X, what, clip=False))
+
     def nominal_codes(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
         """(N, n_nominal) level codes of the nominal columns: NaN where missing, -1 for a level
         the context never saw (target statistics then give it the context's mean)."""
@@ -315,10 +332,11 @@ class TablePreprocessor:
         X = self.check_columns(X, what)
         return pd.DataFrame(self._encode(X), columns=self.feature_names_, index=X.index)
 
-    def transform(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
-        """(N, D) float32 for the engine: standardised with context stats, clipped, NaN = missing."""
+    def transform(self, X: pd.DataFrame, what: str = "X", clip: bool = True) -> np.ndarray:
+        """(N, D) float32 for the engine: standardised with context stats, clipped to +-CLIP (unless `clip`
+        is False), NaN = missing."""
         z = (self.encode(X, what).to_numpy() - self.mean_) / self.std_
-        return np.clip(z, -CLIP, CLIP).astype(np.float32)
+        return (np.clip(z, -CLIP, CLIP) if clip else z).astype(np.float32)
 
     def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
         """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes.

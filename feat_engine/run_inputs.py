@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .preprocess import RowDetail
 from .views import View, fit_view
 from .target_stats import TargetStats, fit_target_stats
 
@@ -27,22 +28,23 @@ class RunInputs:
         x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
         return self._with_view(x[:, self.features], None if self.view is None else self.view.context)
 
-    def queries(self, x_query: np.ndarray, codes_query: np.ndarray) -> np.ndarray:
-        """The same for (M, D) standardised query rows and their nominal level codes; each row's values
-        depend on that row alone."""
-        x = x_query if self.stats is None else self.stats.query_matrix(x_query, codes_query)
-        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x, codes_query))
+    def queries(self, x_query: np.ndarray, detail: RowDetail) -> np.ndarray:
+        """The same for (M, D) standardised query rows and their `detail` (nominal level codes, values before
+        the clip); each row's values depend on that row alone."""
+        x = x_query if self.stats is None else self.stats.query_matrix(x_query, detail.codes)
+        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x, detail))
 
     @staticmethod
     def _with_view(x: np.ndarray, view: np.ndarray | None) -> np.ndarray:
         return x if view is None else np.column_stack([view, x])
 
 
-def fit_run_inputs(x_ctx: np.ndarray, codes_ctx: np.ndarray, labels: np.ndarray, features: np.ndarray,
+def fit_run_inputs(x_ctx: np.ndarray, detail: RowDetail, labels: np.ndarray, features: np.ndarray,
                    nominal: np.ndarray, classification: bool, view: str | None, seed: int) -> RunInputs:
-    """Fit on a member's standardised (N, D) context rows, the level codes of its `nominal` columns (those
-    that get statistics: none where the labels are not one target) and one labelling: the statistics, then
-    the view on the context with them (`views.fit_view`; `view` None for none)."""
-    stats = fit_target_stats(codes_ctx, labels, nominal, seed)
+    """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
+    columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
+    are not one target) and one labelling: the statistics, then the view on the context with them
+    (`views.fit_view`; `view` None for none)."""
+    stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view, codes_ctx, nominal))
+    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view, detail, nominal))

@@ -13,10 +13,13 @@ fitted, and the run reads the one whose out-of-fold predictions of the context's
   a binary run, over each standardised feature (missing cells at the mean, 0) and its cubic B-splines
   with knots at the context's quantiles;
 - the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
-  as they are, and nominal columns of at most MAX_LEVELS levels read as the native categories of their level
-  codes. Fitted on the cross-fitted target statistics instead, the trees split on values that differ from
+  as they are, the standardised values before the clip (`RowDetail`: the trees split on order, and the clip
+  merges a long tail into one value), and nominal columns of at most MAX_LEVELS levels read as the native
+  categories of their level codes. Fitted on the cross-fitted target statistics instead, the trees split on values that differ from
   fold to fold for one level, while queries carry the whole context's: on the diamonds table that made their
-  out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend").
+  out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend"). On a long context (more than
+  STOP_ROWS rows) the number of boosting rounds is chosen by early stopping, up to MAX_ROUNDS: more rows
+  support more rounds than the library's fixed 100 (docs/design.md, "The views").
 
 As with the target statistics, the context rows get out-of-fold predictions, so that no row sees its own
 label, and query rows the prediction of the model fitted on the whole context, so that a query's value
@@ -34,13 +37,15 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import SplineTransformer
 
-from .preprocess import CLIP, FEATInputError
+from .preprocess import CLIP, FEATInputError, RowDetail
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
 FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the fits stay O(1) in the context's rows
 MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree view's native categories
+STOP_ROWS = 10_000  # the tree view stops boosting early (on a tenth of its rows) beyond this many context rows ...
+MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
 
 
 def basis(splines: SplineTransformer, x: np.ndarray) -> np.ndarray:
@@ -72,43 +77,47 @@ class View:
     mean: float                               # statistics of the out-of-fold predictions
     std: float
     loss: float                               # their mean loss on the context's labels (`_loss`)
-    categories: Categories | None = None      # the tree view's nominal columns read as level codes
+    rows: TreeRows | None = None              # how the tree view reads the rows' detail (None: the matrix alone)
 
-    def queries(self, x_query: np.ndarray, codes_query: np.ndarray | None = None) -> np.ndarray:
-        """(M,) the view of the (M, D) standardised query rows (with their nominal level codes where the view
-        reads `categories`): each row's value depends on that row alone."""
-        if self.categories is not None:
-            x_query = self.categories.matrix(x_query, codes_query)
+    def queries(self, x_query: np.ndarray, detail: RowDetail | None = None) -> np.ndarray:
+        """(M,) the view of the (M, D) standardised query rows (with their `detail` where the view reads
+        it): each row's value depends on that row alone."""
+        if self.rows is not None:
+            x_query = self.rows.matrix(x_query, detail)
         s = _score(self.model, x_query if self.design is None else self.design(x_query))
         return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
 
 
 @dataclass
-class Categories:
-    """Nominal columns a tree view reads as native categories: `columns` of the standardised matrix, taken
-    from `codes` columns of the level codes (`TablePreprocessor.nominal_codes`)."""
+class TreeRows:
+    """The matrix the tree view reads: the rows' values before the clip, but for the `nominal` columns,
+    which keep the run's values (target statistics), and of those the `categories` columns, of at most
+    MAX_LEVELS levels, which hold the level codes of `codes` columns (`RowDetail.codes`) as native categories."""
 
-    columns: np.ndarray
+    nominal: np.ndarray
+    categories: np.ndarray
     codes: np.ndarray
 
     @classmethod
-    def of(cls, codes_ctx: np.ndarray, nominal: np.ndarray) -> Categories | None:
-        """The nominal columns (`nominal[j]` holding codes column j) of at most MAX_LEVELS levels in the
-        context's codes; None if there are none."""
+    def of(cls, codes_ctx: np.ndarray, nominal: np.ndarray) -> TreeRows:
+        """The reading of a context whose `nominal[j]` column has the level codes codes_ctx[:, j]."""
+        nominal = np.asarray(nominal, dtype=np.int64)
         levels = np.array([np.nanmax(c, initial=-1) + 1 for c in codes_ctx.T]) if len(nominal) else np.zeros(0)
         keep = np.flatnonzero(levels <= MAX_LEVELS)
-        return cls(np.asarray(nominal)[keep], keep) if len(keep) else None
+        return cls(nominal, nominal[keep], keep)
 
-    def matrix(self, x: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """A copy of x whose `columns` hold the level codes (missing, and levels the context never saw, NaN)."""
-        x = x.copy()
-        c = codes[:, self.codes]
-        x[:, self.columns] = np.where(c >= 0, c, np.nan)
-        return x
+    def matrix(self, x: np.ndarray, detail: RowDetail) -> np.ndarray:
+        """The (N, D) matrix of rows whose run reads x and whose detail is `detail`: unclipped values, the
+        nominal columns from x, the `categories` as level codes (missing, and levels the context never saw, NaN)."""
+        out = detail.values.copy()
+        out[:, self.nominal] = x[:, self.nominal]
+        c = detail.codes[:, self.codes]
+        out[:, self.categories] = np.where(c >= 0, c, np.nan)
+        return out
 
-    def mask(self, d: int) -> np.ndarray:
-        """(d,) which of d columns are categories."""
-        return np.isin(np.arange(d), self.columns)
+    def mask(self, d: int) -> np.ndarray | None:
+        """(d,) which of d columns are categories; None if none are."""
+        return np.isin(np.arange(d), self.categories) if len(self.categories) else None
 
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
@@ -154,18 +163,20 @@ def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool
 
 
 def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                  codes_ctx: np.ndarray | None = None, nominal: np.ndarray | None = None) -> View | None:
-    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading the
-    `nominal` columns of few levels (codes_ctx column j holding nominal[j]'s level codes) as native categories."""
+                  detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> View | None:
+    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading the rows'
+    `detail` where given (`TreeRows`; the `nominal` columns, whose level codes are detail.codes' columns)."""
     model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
-    categories = None if codes_ctx is None or nominal is None else Categories.of(codes_ctx, nominal)
+    rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     mask = None
-    if categories is not None:
-        x_ctx, mask = categories.matrix(x_ctx, codes_ctx), categories.mask(x_ctx.shape[1])
+    if rows is not None:
+        x_ctx, mask = rows.matrix(x_ctx, detail), rows.mask(x_ctx.shape[1])
+    stop = len(x_ctx) > STOP_ROWS          # one setting for every fold and the whole-context fit
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
-                         lambda: model(random_state=seed, categorical_features=mask), seed)
+                         lambda: model(random_state=seed, categorical_features=mask, early_stopping=stop,
+                                       max_iter=MAX_ROUNDS if stop else 100), seed)
     if view is not None:
-        view.categories = categories
+        view.rows = rows
     return view
 
 
@@ -176,15 +187,15 @@ def check_view(view: str | None) -> None:
 
 
 def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
-             codes_ctx: np.ndarray | None = None, nominal: np.ndarray | None = None) -> View | None:
+             detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> View | None:
     """The view a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the lower
     out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted). The
-    trees read the `nominal` columns (codes_ctx column j holding nominal[j]'s level codes) as categories."""
+    trees read the rows' `detail` (`fit_tree_view`)."""
     check_view(view)
     if view is None:
         return None
     fits = {"additive": lambda: fit_additive_view(x_ctx, y_ctx, classification, seed),
-            "trees": lambda: fit_tree_view(x_ctx, y_ctx, classification, seed, codes_ctx, nominal)}
+            "trees": lambda: fit_tree_view(x_ctx, y_ctx, classification, seed, detail, nominal)}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     fitted = [v for v in (fits[k]() for k in kinds) if v is not None]
     return min(fitted, key=lambda v: v.loss, default=None)

@@ -1,5 +1,5 @@
 """The blend of FEAT's output with its view's own prediction (`blend.py`), and the tree view's native
-categories (`views.Categories`)."""
+categories (`views.TreeRows`)."""
 import numpy as np
 import pytest
 from scipy.special import expit
@@ -8,7 +8,8 @@ import feat_engine.estimators as est_mod
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
 from feat_engine.inference import RunResult
-from feat_engine.views import MAX_LEVELS, Categories, fit_tree_view, fit_view
+from feat_engine.preprocess import CLIP, RowDetail
+from feat_engine.views import MAX_LEVELS, TreeRows, fit_tree_view, fit_view
 
 
 def nearest_row_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
@@ -89,7 +90,7 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
     full = f(X[4096:])
     alone = np.concatenate([f(X[4096 + i:4097 + i]) for i in range(3)])
     np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
-    outputs = est._outputs(*est._query_codes(X[4096:]))
+    outputs = est._outputs(*est._query_rows(X[4096:]))
     w = est.blend_.weight
     if Est is FEATRegressor:
         want = np.mean([(1 - w) * p + w * s for p, s in outputs], axis=0)
@@ -100,10 +101,10 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
         assert np.allclose(full.sum(axis=1), 1.0)
 
 
-def test_tree_view_reads_few_level_nominal_columns_as_native_categories():
-    """The tree view's nominal columns of at most MAX_LEVELS levels hold their level codes (missing and
-    unseen levels NaN) and are the boosting's categorical features, cross-fitted as before; a column of more
-    levels keeps its statistics."""
+def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_native_categories():
+    """The tree view reads the rows' values before the clip, but for the nominal columns: those of at most
+    MAX_LEVELS levels hold their level codes (missing and unseen levels NaN) and are the boosting's categorical
+    features, one of more levels keeps its statistics; cross-fitted as before."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.model_selection import KFold
 
@@ -113,24 +114,44 @@ def test_tree_view_reads_few_level_nominal_columns_as_native_categories():
     n = 400
     codes = np.column_stack([rng.integers(0, 6, n), rng.integers(0, MAX_LEVELS + 8, n)]).astype(float)
     codes[::23, 0] = np.nan
-    x = np.column_stack([rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)])    # cols 1, 2: statistics
-    y = np.array([3, -2, 0, 1, -1, 2], float)[np.nan_to_num(codes[:, 0]).astype(int)] + x[:, 0]
-    cats = Categories.of(codes, np.array([1, 2]))
-    np.testing.assert_array_equal(cats.columns, [1])
-    np.testing.assert_array_equal(cats.codes, [0])
-    design = cats.matrix(x, codes)
+    wide = np.column_stack([rng.exponential(3, n), rng.normal(size=n), rng.normal(size=n)]).astype(np.float32)
+    x = np.clip(wide, -CLIP, CLIP)                       # column 0: a long tail the clip flattens
+    x[:, 1:] = rng.normal(size=(n, 2))                   # cols 1, 2: the run's statistics
+    y = np.array([3, -2, 0, 1, -1, 2], float)[np.nan_to_num(codes[:, 0]).astype(int)] + wide[:, 0]
+    rows = TreeRows.of(codes, np.array([1, 2]))
+    np.testing.assert_array_equal(rows.categories, [1])
+    np.testing.assert_array_equal(rows.codes, [0])
+    design = rows.matrix(x, RowDetail(codes, wide))
+    np.testing.assert_array_equal(design[:, 0], wide[:, 0])
     np.testing.assert_array_equal(design[:, 1], codes[:, 0])
     np.testing.assert_array_equal(design[:, 2], x[:, 2])
-    v = fit_view(x, y, False, 5, "trees", codes, np.array([1, 2]))
+    v = fit_view(x, y, False, 5, "trees", RowDetail(codes, wide), np.array([1, 2]))
     mask = [False, True, False]
     oof = np.empty(n)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=5).split(design):
         oof[va] = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(
             design[tr], y[tr]).predict(design[va])
     np.testing.assert_allclose(v.context, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    xq, cq = x[:4].copy(), codes[:4].copy()
+    xq, cq, wq = x[:4].copy(), codes[:4].copy(), wide[:4].copy()
     cq[0, 0] = -1                                                   # a level the context never saw
     full = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(design, y)
-    want = full.predict(np.column_stack([xq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
-    np.testing.assert_allclose(v.queries(xq, cq), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    assert fit_tree_view(x, y, False, 5).categories is None
+    want = full.predict(np.column_stack([wq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
+    np.testing.assert_allclose(v.queries(xq, RowDetail(cq, wq)), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    clipped = fit_view(x, y, False, 5, "trees", RowDetail(codes, x), np.array([1, 2]))
+    assert v.loss < 0.5 * clipped.loss                   # the tail beyond the clip carries signal the trees use
+    assert fit_tree_view(x, y, False, 5).rows is None
+
+
+def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
+    """Up to STOP_ROWS context rows the tree view boosts the library's 100 rounds; beyond, early stopping
+    chooses up to MAX_ROUNDS, one setting for every fold."""
+    from feat_engine.views import MAX_ROUNDS, STOP_ROWS
+
+    rng = np.random.default_rng(0)
+    for n, stops in ((STOP_ROWS, False), (STOP_ROWS + 1, True)):
+        x = rng.normal(size=(n, 3)).astype(np.float32)
+        y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.1 * rng.normal(size=n)
+        model = fit_tree_view(x, y, False, 0).model
+        assert model.early_stopping is stops
+        assert model.max_iter == (MAX_ROUNDS if stops else 100) and model.n_iter_ <= model.max_iter
+        assert (model.n_iter_ > 100) is stops          # this smooth target keeps improving past 100 rounds

@@ -507,8 +507,8 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     pre = clf.preprocessor_
     x_ctx, x_q = with_target_stats(clf.context_[m.rows], labels, pre.transform(X[240:], "query"),
                                    pre.nominal_codes(X[:240])[m.rows], pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_view(x_ctx, labels, True, m.seed, "auto", pre.nominal_codes(X[:240])[m.rows], pre.nominal_)
+    view = fit_view(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240])[m.rows], pre.nominal_)
     np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]]), atol=1e-6)
-    np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.nominal_codes(X[240:])), x_q[:, m.features]]),
+    np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.detail(X[240:])), x_q[:, m.features]]),
                                atol=1e-6)
     assert len(clf.run_inputs_) == 2 and sorted(clf.run_inputs_[0]) == [0, 1, 2] and list(reg.run_inputs_[0]) == [None]
