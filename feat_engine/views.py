@@ -15,11 +15,12 @@ fitted, and the run reads the one whose out-of-fold predictions of the context's
 - the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
   as they are, the standardised values before the clip (`RowDetail`: the trees split on order, and the clip
   merges a long tail into one value), and nominal columns of at most MAX_LEVELS levels read as the native
-  categories of their level codes. Fitted on the cross-fitted target statistics instead, the trees split on values that differ from
-  fold to fold for one level, while queries carry the whole context's: on the diamonds table that made their
-  out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend"). On a long context (more than
-  STOP_ROWS rows) the number of boosting rounds is chosen by early stopping, up to MAX_ROUNDS: more rows
-  support more rounds than the library's fixed 100 (docs/design.md, "The views").
+  categories of their level codes. Fitted on the cross-fitted target statistics instead, the trees split on
+  values that differ from fold to fold for one level, while queries carry the whole context's: on the
+  diamonds table that made their out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend").
+  On a long context (more than STOP_ROWS rows) early stopping chooses the number of boosting rounds, up to
+  MAX_ROUNDS: more rows support more rounds than the library's fixed 100 (docs/design.md, "The tree view on
+  long contexts").
 
 As with the target statistics, the context rows get out-of-fold predictions, so that no row sees its own
 label, and query rows the prediction of the model fitted on the whole context, so that a query's value
