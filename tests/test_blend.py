@@ -1,5 +1,5 @@
-"""The blend of FEAT's output with its view's own prediction (`blend.py`), and the tree view's native
-categories (`views.TreeRows`)."""
+"""The blend of FEAT's output with its view's own prediction (`blend.py`), and how the tree view reads
+the rows (`views.TreeRows`: values before the clip, native categories) and how long it boosts."""
 import numpy as np
 import pytest
 from scipy.special import expit
