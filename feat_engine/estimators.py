@@ -119,9 +119,12 @@ class _FEATBase(BaseEstimator):
             validate_data(self, _sklearn_view(frame), reset=False, skip_check_array=True)
         return frame
 
-    def _fit_features(self, X: pd.DataFrame) -> None:
+    def _fit_features(self, X: pd.DataFrame) -> RowDetail:
+        """Fit the preprocessor on the context X and keep its matrix; returns the rows' detail beside it."""
         self.preprocessor_ = TablePreprocessor().fit(X)
-        self.context_ = self.preprocessor_.transform(X, "context")
+        detail = self.preprocessor_.detail(X, "context")
+        self.context_ = detail.clipped()
+        return detail
 
     def _model(self) -> tuple[FEAT, int]:
         model, meta = resolve_model(self.checkpoint)
@@ -177,9 +180,8 @@ class _InContextBase(_FEATBase):
         if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
             raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
         check_view(self.view)
-        self._fit_features(X)
+        detail = self._fit_features(X)
         self.y_ = y
-        detail = self.preprocessor_.detail(X, "context")
         n, d = self.context_.shape
         max_features = max(1, self._model()[1] - (self.view is not None))     # the view takes one slot
         n_ctx = n if self.max_context is None else min(n, self.max_context)
@@ -311,8 +313,9 @@ class _InContextBase(_FEATBase):
         """Standardised query rows, their detail, and each member's routing of them."""
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
-        xq = self.preprocessor_.transform(frame, "query")
-        return xq, self.preprocessor_.detail(frame, "query"), self._routes(xq)
+        detail = self.preprocessor_.detail(frame, "query")
+        xq = detail.clipped()
+        return xq, detail, self._routes(xq)
 
     def _routes(self, xq: np.ndarray) -> list[np.ndarray | None]:
         """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""

@@ -220,6 +220,10 @@ class RowDetail:
     def __getitem__(self, rows: Any) -> RowDetail:
         return RowDetail(self.codes[rows], self.values[rows])
 
+    def clipped(self) -> np.ndarray:
+        """The engine's matrix of these rows (`TablePreprocessor.transform`): the values clipped to +-CLIP."""
+        return np.clip(self.values, -CLIP, CLIP)
+
 
 class TablePreprocessor:
     """Fit on the context table; `transform` any table with the same columns."""
