@@ -55,8 +55,10 @@ def test_cuda_scan_matches_cpu(need_cuda, L):
     dev = torch.device("cuda")
     y_gpu, st_gpu = selective_scan(*(t.to(dev) for t in (x, dt, A, B, C)), 64, initial_state=s0.to(dev), backend="mamba")
     assert y_gpu.dtype == torch.float32 and st_gpu.dtype == torch.float32
-    assert rel_err(y_gpu.cpu(), y_cpu) < 1e-3
-    assert rel_err(st_gpu.cpu(), st_cpu) < 1e-3
+    # mamba-ssm's kernels multiply fp32 through Triton's tl.dot, which rounds its inputs to TF32 (10-bit
+    # mantissa): on an H100 the outputs sat 1.4e-3 to 1.5e-3 from the fp32 reference at L = 37, 256 and 1000
+    assert rel_err(y_gpu.cpu(), y_cpu) < 4e-3
+    assert rel_err(st_gpu.cpu(), st_cpu) < 4e-3
 
 
 @pytest.mark.cuda
@@ -86,15 +88,47 @@ def test_training_on_the_gpu_resumes_on_the_cpu(tmp_path, monkeypatch):
     except ImportError:
         from test_train import TINY
     monkeypatch.setenv("FEAT_SHARED_DIR", "/nonexistent")           # no development tables: no evaluation
-    gpu = Trainer(TrainConfig.from_dict({**TINY, "bf16": True, "device": "cuda", "out_dir": str(tmp_path / "gpu")}))
+    gpu = Trainer(TrainConfig.from_dict({**TINY, "bf16": True, "device": "cuda", "max_steps": 3,
+                                         "out_dir": str(tmp_path / "gpu")}))
     assert gpu.bf16 and next(gpu.model.parameters()).is_cuda
-    gpu.cfg.max_steps = 3
     gpu.fit()
-    cpu = Trainer(TrainConfig.from_dict({**TINY, "device": "cpu", "out_dir": str(tmp_path / "cpu")}),
+    cpu = Trainer(TrainConfig.from_dict({**TINY, "device": "cpu", "max_steps": 5, "out_dir": str(tmp_path / "cpu")}),
                   resume=str(tmp_path / "gpu" / "last.pt"))
     assert cpu.step == 3 and not next(cpu.model.parameters()).is_cuda
-    cpu.cfg.max_steps = 5
     cpu.fit()
     assert cpu.step == 5 and {k.split(":")[0] for k in cpu.seconds_on} == {"cuda", "cpu"}
     starts = [json.loads(line) for line in (tmp_path / "gpu" / "log.jsonl").read_text().splitlines()]
     assert any(r.get("event") == "start" and r["device"].startswith("cuda:") for r in starts)
+
+
+@pytest.mark.cuda
+def test_engine_and_estimator_on_cuda_match_the_cpu(need_cuda):
+    """The shipped weights on a random 6,000-row table (the chunked scan over many chunks, several row chunks):
+    `inference.run` on CUDA in fp32 (mamba-ssm's kernel) against the CPU's fp32 run, CUDA in bf16 within bf16
+    round-off, and a fitted `FEATRegressor` (views, blend, members) predicting the same on either device."""
+    import numpy as np
+
+    from feat_engine import FEATRegressor, InferenceConfig
+    from feat_engine.checkpoint import load_checkpoint
+    from feat_engine.inference import run
+
+    model, _ = load_checkpoint()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6200, 8)).astype(np.float32)
+    y = (x[:, 0] + np.sin(2 * x[:, 1]) + 0.3 * rng.standard_normal(6200) > 0).astype(np.float32)
+    target = 2 * x[:, 0] - x[:, 2] ** 2 + 0.1 * rng.standard_normal(6200)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    args = (x[:6000], y[:6000], x[6000:], "classification", 2)
+    ref = torch.from_numpy(run(model, *args, cfg=InferenceConfig(row_chunk=2048), device="cpu").logits[:, :2])
+    fp32 = torch.from_numpy(run(model, *args, cfg=InferenceConfig(row_chunk=2048), device="cuda").logits[:, :2])
+    bf16 = torch.from_numpy(run(model, *args, cfg=InferenceConfig(row_chunk=2048, autocast_bf16=True),
+                                device="cuda").logits[:, :2])
+    err32, err16 = rel_err(fp32, ref), rel_err(bf16, ref)
+    print(f"engine logits, CUDA vs CPU: fp32 rel err {err32:.2e}, bf16 rel err {err16:.2e}")
+    assert err32 < 5e-3 and err16 < 5e-2
+
+    preds = {dev: FEATRegressor(n_estimators=2, device=dev, precision="fp32", random_state=0)
+             .fit(x[:3000], target[:3000]).predict(x[6000:]) for dev in ("cpu", "cuda")}
+    err = rel_err(torch.from_numpy(preds["cuda"]), torch.from_numpy(preds["cpu"]))
+    print(f"FEATRegressor.predict, CUDA vs CPU (fp32): rel err {err:.2e}")
+    assert err < 5e-3
