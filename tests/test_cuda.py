@@ -125,10 +125,10 @@ def test_engine_and_estimator_on_cuda_match_the_cpu(need_cuda):
                                 device="cuda").logits[:, :2])
     err32, err16 = rel_err(fp32, ref), rel_err(bf16, ref)
     print(f"engine logits, CUDA vs CPU: fp32 rel err {err32:.2e}, bf16 rel err {err16:.2e}")
-    assert err32 < 5e-3 and err16 < 5e-2
+    assert err32 < 1e-3 and err16 < 2e-2        # measured on an H100: 1.3e-4 and 3.1e-3
 
     preds = {dev: FEATRegressor(n_estimators=2, device=dev, precision="fp32", random_state=0)
              .fit(x[:3000], target[:3000]).predict(x[6000:]) for dev in ("cpu", "cuda")}
     err = rel_err(torch.from_numpy(preds["cuda"]), torch.from_numpy(preds["cpu"]))
     print(f"FEATRegressor.predict, CUDA vs CPU (fp32): rel err {err:.2e}")
-    assert err < 5e-3
+    assert err < 1e-3                            # measured on an H100: 3.6e-5
