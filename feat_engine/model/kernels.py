@@ -8,20 +8,42 @@ never imports triton.
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
+import sys
 
 import torch
 from torch import Tensor
 
 from .ssd import head_major, ssd_scan
 
+KERNEL = "mamba_ssm.ops.triton.ssd_combined"
+
 
 @functools.lru_cache(maxsize=1)
 def _mamba_chunk_scan():
+    """mamba-ssm's `mamba_chunk_scan_combined`, or None (not installed, or no triton: PyTorch's scan then).
+
+    The package's `__init__` imports its compiled CUDA extension, which an install without the CUDA build
+    (`MAMBA_SKIP_CUDA_BUILD=TRUE`) lacks, while the Triton kernel needs none of it. Where that import fails,
+    the package is entered without running its `__init__` (the way a lent GPU ran it first)."""
     try:
-        from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
-    except Exception:  # not installed, or no triton/CUDA: fall back to PyTorch
+        return importlib.import_module(KERNEL).mamba_chunk_scan_combined
+    except ImportError:
+        if "mamba_ssm" in sys.modules:                    # the package imported, the kernel did not (no triton)
+            return None
+    except Exception:
         return None
-    return mamba_chunk_scan_combined
+    spec = importlib.util.find_spec("mamba_ssm")         # finds the package; runs nothing
+    if spec is None or spec.submodule_search_locations is None:
+        return None
+    sys.modules["mamba_ssm"] = importlib.util.module_from_spec(spec)
+    try:
+        return importlib.import_module(KERNEL).mamba_chunk_scan_combined
+    except Exception:
+        for name in [m for m in sys.modules if m == "mamba_ssm" or m.startswith("mamba_ssm.")]:
+            del sys.modules[name]
+        return None
 
 
 def cuda_kernel_available() -> bool:
