@@ -622,7 +622,8 @@ class FEATImputer(TransformerMixin, _FEATBase):
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
         steps = StepCounter(self.progress, len(columns))
-        for c in columns:
+
+        def predicted(c) -> tuple[np.ndarray, Any]:
             # a numeric column is predicted as its numbers (read from text too, where it is text)
             target = pd.Series(c.encode(table[c.name])[:, 0], index=table.index) if c.kind == "numeric" else table[c.name]
             known = target.notna().to_numpy()
@@ -633,14 +634,16 @@ class FEATImputer(TransformerMixin, _FEATBase):
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
                       progress=steps.callback(f"column {c.name!r}"), precision=self.precision)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FEATDataWarning)      # the table's own notes were given at fit
-                if not X.shape[1] or y.nunique() < 2:
-                    pred = np.repeat(y.mode().iloc[0], len(rows))
-                elif c.kind == "categorical":
-                    pred = _predict_levels(FEATClassifier(multiclass="head", **kw), X, y, query)
-                else:
-                    pred = FEATRegressor(**kw).fit(X, y).predict(query)
+            if not X.shape[1] or y.nunique() < 2:
+                return rows, np.repeat(y.mode().iloc[0], len(rows))
+            if c.kind == "categorical":
+                return rows, _predict_levels(FEATClassifier(multiclass="head", **kw), X, y, query)
+            return rows, FEATRegressor(**kw).fit(X, y).predict(query)
+
+        with warnings.catch_warnings():         # on this thread, so the filter holds for the workers' whole runs
+            warnings.simplefilter("ignore", FEATDataWarning)          # the table's own notes were given at fit
+            preds = map_runs(predicted, columns, self.device, steps.flush)     # the columns on all cores
+        for c, (rows, pred) in zip(columns, preds):
             j = offset[c.name]
             raw = c.categories.get_indexer(pd.Index(pred)) if c.kind == "categorical" else np.asarray(pred, np.float64)
             z[rows, j] = (raw - pre.mean_[j]) / pre.std_[j]
