@@ -39,7 +39,8 @@ def stages(log: list[dict]) -> list[str]:
     for i, r in enumerate(starts):
         end = starts[i + 1]["step"] if i + 1 < len(starts) else max(x.get("step", 0) for x in log)
         prior = r.get("prior", {})
-        lines.append(f"steps {r['step']:,}-{end:,}: {r['cpu']}, {r['threads']} threads x {r['world']} process(es), "
+        where = r["device"].removeprefix("cpu: ") if "device" in r else r["cpu"]   # runs before devices were logged
+        lines.append(f"steps {r['step']:,}-{end:,}: {where}, {r['threads']} threads x {r['world']} process(es), "
                      f"{r['precision']}; tables up to {prior.get('max_rows')} rows, real-table share "
                      f"{prior.get('p_real')}, additive-teacher share {prior.get('p_additive', 0.0)}")
     return lines
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default=str(ROOT / "assets" / "feat-small.pt"))
     p.add_argument("--log", required=True, action="append", help="the run's log.jsonl; repeat for later stages, in order")
-    p.add_argument("--bar", help="JSON summary written by bench/quality.py for the issue-3 bar")
+    p.add_argument("--bar", help="JSON summary written by bench/quality.py (its --out file's .json)")
     p.add_argument("--bar-command", default="")
     p.add_argument("--train-command", default="feat-pretrain --config configs/pretrain-small.yaml --hours H")
     p.add_argument("--out", default=str(ROOT / "assets" / "model-card.md"))
@@ -98,7 +99,9 @@ def main(argv: list[str] | None = None) -> None:
     parts = [
         f"# {meta.get('name', 'feat-small')}",
         "",
-        "A zero-shot FEAT model (paper `../shared/paper/feat-paper.tex`) pretrained here, on a 2-core CPU, "
+        "A zero-shot FEAT model (paper `../shared/paper/feat-paper.tex`) pretrained here, on "
+        + ("2-core CPUs and a lent GPU" if any(not k.startswith("cpu") for k in meta.get("hours_on") or {}) else "a 2-core CPU")
+        + ", "
         "on the hybrid SCM prior mixed with allowlisted real tables. It predicts from a labelled context "
         "with no gradient steps: classification (up to 10 classes per head; the estimators answer any number "
         "of classes one-vs-rest), regression and imputation.",
@@ -112,11 +115,12 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "## Training",
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
-        f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours) "
-        "on 2-core CPUs, shared with other work:",
+        f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours), "
+        + ", ".join(f"{h:.2f} h on {'2-core CPUs shared with other work' if k.startswith('cpu') else k}"
+                    for k, h in (meta.get("hours_on") or {"cpu": meta.get("train_hours", 0)}).items()) + ":",
         *[f"  - {line}" for line in stages(log)],
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
-        "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stage 3), warmup 200 steps, clip 1.0; the shipped weights are "
+        "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stages 3-4), warmup 200 steps, clip 1.0; the shipped weights are "
         "the optimiser's averaged (eval) weights at the best evaluation.",
         f"- Prior: {json.dumps(prior)}" if prior else "- Prior: see configs/pretrain-small.yaml",
         "",
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     if a.bar:
         bar = json.loads(Path(a.bar).read_text())
-        parts += ["", "## The issue-3 bar", f"Command: `{a.bar_command}`", "", bar.get("markdown", "```\n" + json.dumps(bar, indent=1) + "\n```")]
+        parts += ["", "## Quality on the development tables", f"Command: `{a.bar_command}`", "", bar.get("markdown", "```\n" + json.dumps(bar, indent=1) + "\n```")]
     parts += ["", f"_Card written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `python bench/model_card.py`._", ""]
     Path(a.out).write_text("\n".join(parts))
     print(f"wrote {a.out} and {curve}")
