@@ -95,12 +95,13 @@ def main(argv: list[str] | None = None) -> None:
     plot_curve(log, curve)
     scores = meta.get("scores", {})
     prior = meta.get("prior", {})
+    hours_on = meta.get("hours_on") or {"cpu": meta.get("train_hours", 0)}    # checkpoints before devices were counted
 
     parts = [
         f"# {meta.get('name', 'feat-small')}",
         "",
         "A zero-shot FEAT model (paper `../shared/paper/feat-paper.tex`) pretrained here, on "
-        + ("2-core CPUs and a lent GPU" if any(not k.startswith("cpu") for k in meta.get("hours_on") or {}) else "a 2-core CPU")
+        + ("2-core CPUs and a lent GPU" if any(not k.startswith("cpu") for k in hours_on) else "a 2-core CPU")
         + ", "
         "on the hybrid SCM prior mixed with allowlisted real tables. It predicts from a labelled context "
         "with no gradient steps: classification (up to 10 classes per head; the estimators answer any number "
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
         f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours), "
         + ", ".join(f"{h:.2f} h on {'2-core CPUs shared with other work' if k.startswith('cpu') else k}"
-                    for k, h in (meta.get("hours_on") or {"cpu": meta.get("train_hours", 0)}).items()) + ":",
+                    for k, h in hours_on.items()) + ":",
         *[f"  - {line}" for line in stages(log)],
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
         "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stages 3-4), warmup 200 steps, clip 1.0; the shipped weights are "

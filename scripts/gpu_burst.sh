@@ -11,7 +11,7 @@
 #          its Triton kernel alone):  MAMBA_FORCE_BUILD=TRUE MAMBA_SKIP_CUDA_BUILD=TRUE pip wheel --no-deps \
 #          --no-build-isolation -w .whl "mamba-ssm>=2.2,<3"
 # There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 575 [tests,scaling,train]
-# A second call on the still-warm machine (it waits 30 s) needs no wheels, since /tmp/site is still there: copy the
+# A second call on the still-warm machine (it waits 30 s) needs no wheels, since /tmp/site{,-mamba} are still there: copy the
 # first call's run-torch/last.pt to .gpu/last-torch.pt and carry [".gpu"] alone.
 # Measured (docs/design.md, "The second GPU session"): mamba's Triton kernel spends about 170 s compiling on its
 # first steps and then steps no faster than the PyTorch scan (0.16 s a step of ~36 tables), so the bursts default to
@@ -32,8 +32,10 @@ export PYTHONUNBUFFERED=1
 ROOT=$PWD
 
 say "install"
-[ -d .whl ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >>"$LOG" 2>&1
-export PYTHONPATH=/tmp/site:$ROOT
+pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir "$@" >>"$LOG" 2>&1; }
+# mamba-ssm in a folder of its own, so that a run leaves it off its path to take the PyTorch scan
+[ -d .whl ] && pipi --target /tmp/site $(ls .whl/*.whl | grep -v mamba_ssm) && pipi --target /tmp/site-mamba .whl/mamba_ssm*.whl
+export PYTHONPATH=/tmp/site-mamba:/tmp/site:$ROOT
 nvidia-smi -L >>"$LOG" 2>&1
 python3 -c "import torch, triton, sklearn, pandas, numpy; from feat_engine.model.kernels import cuda_kernel_available as k
 print('torch', torch.__version__, 'triton', triton.__version__, 'sklearn', sklearn.__version__, 'pandas',
@@ -81,13 +83,12 @@ export FEAT_PRETRAIN_ALLOWLIST=$ROOT/.gpu/pretrain_allowlist.txt FEAT_RDATASETS_
 SCANS=${SCANS:-torch}
 N=$(echo "$SCANS" | tr , '\n' | wc -l)
 WORKERS=$(( 14 / N ))
-mkdir -p /tmp/site-torch && cp -r /tmp/site/. /tmp/site-torch/ && rm -rf /tmp/site-torch/mamba_ssm*
 HOURS=$(python3 -c "print(max(0.01, ($(left) - 60) / 3600))")
 say "pretraining bursts ($SCANS), $HOURS h, $WORKERS prior workers each"
 for scan in ${SCANS//,/ }; do
     START=(--init-from assets/feat-small.pt)
     [ -f .gpu/last-$scan.pt ] && START=(--resume .gpu/last-$scan.pt)
-    SITE=/tmp/site; [ "$scan" = torch ] && SITE=/tmp/site-torch
+    SITE=/tmp/site; [ "$scan" = mamba ] && SITE=/tmp/site-mamba:/tmp/site
     PYTHONPATH=$SITE:$ROOT timeout $(( $(left) - 15 )) python3 -m feat_engine.train \
         --config configs/pretrain-small-stage4.yaml "${START[@]}" --out-dir "$OUT/run-$scan" --hours "$HOURS" \
         --set device=${DEVICE:-cuda} --set workers=$WORKERS --set threads=2 --set batch_tokens=196608 \
