@@ -9,8 +9,9 @@ partition, for query tables larger than one machine's memory.
 columns and dtypes, declared as `meta` so Dask never runs the model to infer them). Every partition is
 scored against the estimator's one shared context, and a query row's prediction never depends on the
 other query rows, so partitions are independent and partition boundaries do not change any result.
-The estimator, with its model rather than a checkpoint path, enters the graph once as a single task,
-so each worker receives it once, not once per partition. Paths (query files, output directory) must be
+The estimator, with its model rather than a checkpoint path, is scattered to every worker of the
+current distributed Client (without one, it enters the graph once as a single task), so each worker
+receives it once, not once per partition. Paths (query files, output directory) must be
 readable and writable by the workers. Needs the optional extra: pip install "feat-engine[dask]".
 """
 from __future__ import annotations
@@ -83,7 +84,6 @@ def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> d
     """The fitted estimator's `prediction_frame` of every partition of query, lazily. The query's
     columns (bar `target`, which is ignored) are checked against the context's at once, without
     reading any partition."""
-    dask = _require("dask")
     dd = _require("dask.dataframe")
     check_is_fitted(estimator, "members_")
     estimator.preprocessor_.check_names([c for c in query.columns if c != target], "query")
@@ -93,7 +93,20 @@ def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> d
     shipped.checkpoint = copy.deepcopy(resolve_model(estimator.checkpoint)[0]).cpu()
     shipped.progress = None
     meta = prediction_meta(estimator, target, query._meta.index)
-    return dd.map_partitions(prediction_frame, dask.delayed(shipped, traverse=False), query, target, meta=meta)
+    return dd.map_partitions(prediction_frame, _once_per_worker(shipped), query, target, meta=meta)
+
+
+def _once_per_worker(obj: object) -> object:
+    """obj as a graph input that each worker unpickles once: scattered to every worker of the current
+    distributed Client, as a future. A delayed literal would travel from the worker that ran it to the
+    others on demand, and dask may fetch it again into a worker that had it (seen in CI: one worker
+    unpickled it twice). Without a Client (dask's local schedulers), a single delayed task."""
+    dask = _require("dask")
+    try:
+        client = importlib.import_module("distributed").default_client()
+    except (ImportError, ValueError):                    # ValueError: no Client in this process
+        return dask.delayed(obj, traverse=False)
+    return client.scatter(obj, broadcast=True, hash=False)
 
 
 def write_parquet_parts(result: dd.DataFrame, directory: str | os.PathLike, progress: Progress | None = None) -> int:

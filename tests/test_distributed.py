@@ -62,6 +62,22 @@ def test_dask_result_equals_pandas(cluster, fitted, target):
     pd.testing.assert_frame_equal(got, expected, check_exact=False, atol=1e-5, rtol=0)
 
 
+def test_without_a_client_the_threaded_scheduler_gives_the_same(fitted, monkeypatch):
+    """No distributed Client (dask's local schedulers): the estimator enters the graph as one delayed
+    task instead of being scattered, and the result equals the in-process one."""
+    import distributed
+    estimators, query = fitted
+
+    def no_client():
+        raise ValueError("No clients found")
+    monkeypatch.setattr(distributed, "default_client", no_client)
+    result = predict_partitions(estimators["y"], dd.from_pandas(query, npartitions=3), "y")
+    literals = [getattr(node, "value", None) for node in result.__dask_graph__().values()]
+    assert sum(isinstance(v, FEATClassifier) for v in literals) == 1       # one task, not one per partition
+    pd.testing.assert_frame_equal(result.compute(scheduler="threads"), prediction_frame(estimators["y"], query, "y"),
+                                  check_exact=False, atol=1e-5, rtol=0)
+
+
 @pytest.mark.slow
 def test_partition_boundaries_do_not_change_results(cluster, fitted):
     """One partition or four, the classifier gives every row the same prediction."""
