@@ -117,6 +117,8 @@ class _FEATBase(BaseEstimator):
             frame = self.preprocessor_.check_columns(frame, what)
         with sklearn_words(what):
             validate_data(self, _sklearn_view(frame), reset=False, skip_check_array=True)
+        for line in self.preprocessor_.unreadable(self.preprocessor_.check_columns(frame, what), what):
+            warnings.warn(line, FEATDataWarning, stacklevel=3)
         return frame
 
     def _fit_features(self, X: pd.DataFrame) -> RowDetail:

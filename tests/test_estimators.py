@@ -18,6 +18,7 @@ from sklearn.exceptions import NotFittedError
 
 import feat_engine.estimators as est_mod
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
+from feat_engine.preprocess import FEATDataWarning
 from feat_engine.estimators import COLUMN_MEMBERS
 from feat_engine.ensemble import plan_members
 from feat_engine.inference import RunResult
@@ -138,6 +139,28 @@ def test_missing_targets_are_dropped_with_a_warning():
     with pytest.warns(UserWarning, match="dropped 5 context rows"):
         reg = FEATRegressor(n_estimators=1).fit(X, y)
     assert len(reg.context_) == len(X) - 5
+
+
+def test_query_values_the_context_cannot_read_are_named_in_a_warning():
+    """Text in a numeric column, a value that is not a date, a level the context lacks: each is read as
+    missing, and a warning names the column, the rows and an example; a clean query warns of nothing."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"age": rng.integers(18, 80, 120).astype(float), "city": rng.choice(["Bern", "Genf"], 120),
+                       "day": pd.date_range("2020-01-01", periods=120).strftime("%Y-%m-%d")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                   # the dates-as-text note at fit
+        clf = FEATClassifier(n_estimators=1).fit(df, df["age"] > 40)
+    query = df.iloc[:4].astype(object)
+    query.loc[0, "age"], query.loc[1, "age"], query.loc[2, "city"], query.loc[3, "day"] = "n/a", "n/a", "Basel", "soon"
+    with pytest.warns(FEATDataWarning) as rec:
+        clf.predict_proba(query)
+    assert sorted(str(w.message) for w in rec) == [
+        "query column 'age': 2 rows hold a value that is not a finite number (e.g. 'n/a'), read as missing",
+        "query column 'city': 1 row holds a level the context does not have (e.g. 'Basel'), read as missing",
+        "query column 'day': 1 row holds a value that is not a date (e.g. 'soon'), read as missing"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict_proba(df.iloc[4:8])
 
 
 @pytest.mark.parametrize("method", ["chained", "reconstruction"])
