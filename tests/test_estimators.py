@@ -18,10 +18,10 @@ from sklearn.exceptions import NotFittedError
 
 import feat_engine.estimators as est_mod
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
-from feat_engine.preprocess import FEATDataWarning
 from feat_engine.estimators import COLUMN_MEMBERS
 from feat_engine.ensemble import plan_members
 from feat_engine.inference import RunResult
+from feat_engine.preprocess import FEATDataWarning
 
 from test_preprocess import mixed_table
 
