@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+# how text outputs are written, whatever the inputs' encoding and delimiter: said after "wrote <file>"
+TEXT_OUTPUTS = {"csv": " (UTF-8, comma-separated)", "tsv": " (UTF-8, tab-separated)"}
+
+
 def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
     """An input table, with the --delimiter and --encoding choices."""
     sep = {name: d for d, name in DELIMITERS.items()}.get(a.delimiter, "auto")
@@ -172,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         except (FEATInputError, CheckpointError, OSError, ImportError) as e:   # ImportError: a missing extra
             print(f"feat: error: {e}", file=sys.stderr)
             return 2
-    print(f"wrote {a.output}", file=sys.stderr)
+    written = "" if a.command == "predict" and names_parts(a.query) else TEXT_OUTPUTS.get(table_format(a.output), "")
+    print(f"wrote {a.output}{written}", file=sys.stderr)
     return 0
 
 

@@ -110,7 +110,7 @@ def test_errors_exit_2_with_a_message(tables, capsys, args, message):
 @pytest.mark.parametrize("suffix, sep, encoding, bom", [
     ("csv", ";", "latin-1", b""), ("tsv", "\t", "utf-8", b""), ("csv", ",", "utf-8", b"\xef\xbb\xbf")],
     ids=["latin1-semicolon-csv", "tsv", "utf8-bom-csv"])
-def test_predict_reads_the_files_the_app_loads(tmp_path, suffix, sep, encoding, bom):
+def test_predict_reads_the_files_the_app_loads(tmp_path, capsys, suffix, sep, encoding, bom):
     """The app and `feat predict` share one reader: a Latin-1 semicolon CSV, a TSV and a UTF-8-BOM
     CSV (accented column names and labels) load in the app and are predicted from by the CLI."""
     rng = np.random.default_rng(2)
@@ -123,6 +123,7 @@ def test_predict_reads_the_files_the_app_loads(tmp_path, suffix, sep, encoding, 
     rc = main(["predict", "--context", str(path), "--target", "catégorie", "--query", str(path),
                "-o", str(tmp_path / "p.csv"), "--n-estimators", "1"])
     assert rc == 0
+    assert capsys.readouterr().err.endswith(f"wrote {tmp_path / 'p.csv'} (UTF-8, comma-separated)\n")   # not the input's
     out = pd.read_csv(tmp_path / "p.csv")
     assert list(out.columns) == ["catégorie", "p(bas)", "p(élevé)"] and len(out) == 50
     assert (out["catégorie"] == df["catégorie"]).mean() > 0.8
