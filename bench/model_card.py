@@ -71,12 +71,15 @@ def plot_curve(log: list[dict], out: Path) -> None:
     plt.close(fig)
 
 
+CPUS = "2-core CPUs shared with other work"
+
+
 def by_device(hours_on: dict[str, float]) -> dict[str, float]:
     """Training hours per kind of device: every CPU run (keyed 'cpu' before the CPU's name was kept, then
-    'cpu: <name>') as one entry, each GPU by its name."""
+    'cpu: <name>') as one entry, CPUS, and each GPU by its name."""
     cpu = sum(h for k, h in hours_on.items() if k.startswith("cpu"))
     gpus = {k: h for k, h in hours_on.items() if not k.startswith("cpu")}
-    return ({"2-core CPUs shared with other work": cpu} if cpu else {}) | gpus
+    return ({CPUS: cpu} if cpu else {}) | gpus
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -103,13 +106,13 @@ def main(argv: list[str] | None = None) -> None:
     plot_curve(log, curve)
     scores = meta.get("scores", {})
     prior = meta.get("prior", {})
-    hours_on = meta.get("hours_on") or {"cpu": meta.get("train_hours", 0)}    # checkpoints before devices were counted
+    hours = by_device(meta.get("hours_on") or {"cpu": meta.get("train_hours", 0)})   # or before devices were counted
 
     parts = [
         f"# {meta.get('name', 'feat-small')}",
         "",
         "A zero-shot FEAT model (paper `../shared/paper/feat-paper.tex`) pretrained here, on "
-        + ("2-core CPUs and a lent GPU" if any(not k.startswith("cpu") for k in hours_on) else "a 2-core CPU")
+        + ("2-core CPUs and a lent GPU" if set(hours) - {CPUS} else "a 2-core CPU")
         + ", "
         "on the hybrid SCM prior mixed with allowlisted real tables. It predicts from a labelled context "
         "with no gradient steps: classification (up to 10 classes per head; the estimators answer any number "
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         "## Training",
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
         f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours), "
-        + ", ".join(f"{h:.2f} h on {k}" for k, h in by_device(hours_on).items()) + ":",
+        + ", ".join(f"{h:.2f} h on {k}" for k, h in hours.items()) + ":",
         *[f"  - {line}" for line in stages(log)],
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
         "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stages 3-4), warmup 200 steps, clip 1.0; the shipped weights are "

@@ -117,8 +117,6 @@ class _FEATBase(BaseEstimator):
             frame = self.preprocessor_.check_columns(frame, what)
         with sklearn_words(what):
             validate_data(self, _sklearn_view(frame), reset=False, skip_check_array=True)
-        for line in self.preprocessor_.unreadable(self.preprocessor_.check_columns(frame, what), what):
-            warnings.warn(line, FEATDataWarning, stacklevel=3)
         return frame
 
     def _fit_features(self, X: pd.DataFrame) -> RowDetail:
@@ -316,6 +314,7 @@ class _InContextBase(_FEATBase):
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
         detail = self.preprocessor_.detail(frame, "query")
+        self.preprocessor_.warn_unreadable(frame, detail.values, "query")
         xq = detail.clipped()
         return xq, detail, self._routes(xq)
 
@@ -599,6 +598,8 @@ class FEATImputer(TransformerMixin, _FEATBase):
         frame = self._query_frame(X, "X")
         xz = self.preprocessor_.transform(frame, "query")
         same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
+        if not same:                                                  # the table's own notes were given at fit
+            self.preprocessor_.warn_unreadable(frame, xz, "X")
         chained = self._chained_columns(frame) if self.method == "chained" else []
         z = np.zeros(xz.shape)
         if any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained):

@@ -314,22 +314,22 @@ class TablePreprocessor:
             out[X[c.name].isna().to_numpy(), j] = np.nan
         return out
 
-    def unreadable(self, X: pd.DataFrame, what: str) -> list[str]:
-        """One line per column of X (already in the context's columns) whose given values the context's
-        encoding reads as missing: text in a numeric column, a value that is not a date in a date column,
-        a level the context never had in a categorical column."""
-        lines = []
+    def warn_unreadable(self, X: pd.DataFrame, encoded: np.ndarray, what: str) -> None:
+        """A FEATDataWarning per column of X whose given values its encoding (`encoded`: X's rows as
+        `encode` or `transform` gave them) reads as missing: text in a numeric column, a value that is not a
+        date in a date column, a level the context never had in a categorical column."""
+        j = 0
         for c in self.plan_:
             s = X[c.name]
-            bad = s.notna().to_numpy() & np.isnan(c.encode(s)[:, 0])
+            bad = s.notna().to_numpy() & np.isnan(encoded[:, j])        # a column's first feature: NaN if any is
+            j += len(c.features())
             if bad.any():
                 ex = ", ".join(repr(v) for v in pd.unique(s[bad].astype(str))[:3])
                 n = int(bad.sum())
                 held = {"numeric": "a value that is not a finite number", "datetime": "a value that is not a date",
                         "categorical": "a level the context does not have"}[c.kind]
-                lines.append(f"{what} column {c.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} "
-                             f"(e.g. {ex}), read as missing")
-        return lines
+                warnings.warn(f"{what} column {c.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} "
+                              f"(e.g. {ex}), read as missing", FEATDataWarning, stacklevel=4)
 
     def check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
         """X's columns in the context's order; raises naming the columns missing or unexpected."""
