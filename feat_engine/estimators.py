@@ -11,7 +11,8 @@ statistics (`target_stats.py`), the most relevant features first on wide tables
 (`relevance.py`), on long contexts the local part of the context nearest each query
 (`local_context.py`), a cross-fitted classical model's prediction as one more feature (an
 additive model's or boosted trees', whichever predicts the context better: `views.py`), and to
-their odd members numeric columns spread out by their context quantiles (`quantile_view.py`).
+their odd members numeric columns spread out by their context quantiles (`quantile_view.py`) and,
+in the regressor, the target on a power scale whose predictions map back as means (`power_target.py`).
 Query rows never see each other, so a row's prediction does not depend on the other query rows.
 Bad input raises `FEATInputError` (a ValueError) in scikit-learn's words where its checks apply
 (docs/design.md, "What the estimators refuse"); sparse input is refused; `predict` before `fit`
@@ -257,7 +258,11 @@ class _InContextBase(_FEATBase):
         single = not classification or key is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         return fit_run_inputs(self.context_[m.rows], detail, labels, m.features, nominal,
-                              classification, self.view, m.seed)
+                              classification, self.view, m.seed, self._power(m))
+
+    def _power(self, m: Member) -> tuple[float, float] | None:
+        """The (origin, scale) of the labels of a member that reads them on their power scale; None: as they are."""
+        return None
 
     def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
         """Per-row held-out loss of a one-member fit of this estimator with a given reading, on the rows
@@ -289,8 +294,10 @@ class _InContextBase(_FEATBase):
         names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
         width = len(self.members_[0].features)
         n_quantile = sum(in_quantile_view(m) for m in self.members_)
+        n_power = sum(inputs[None].target is not None for inputs in self.run_inputs_ if None in inputs)
         parts = [f"{len(self.members_)} member(s)"
-                 + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else ""),
+                 + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else "")
+                 + (" and the target on a power scale" if n_power else ""),
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
@@ -349,7 +356,7 @@ class _InContextBase(_FEATBase):
         """Member m's output for every query row of q under labelling `key` (`_run_matrices`): one `call`
         on the whole context or one per local part that some query row is routed to, the parts on all
         cores (`map_runs`)."""
-        yr = self._labels(key)[m.rows]
+        yr = self.run_inputs_[m.index][key].labels(self._labels(key)[m.rows])
         if in_quantile_view(m):
             call = _in_quantile_view(call)
         if route is None:
@@ -544,9 +551,15 @@ class FEATRegressor(RegressorMixin, _InContextBase):
             outputs.append((pred, view))
         return outputs
 
+    def _power(self, m: Member) -> tuple[float, float] | None:
+        """The members in the quantile view read the target on its power scale (`power_target.py`)."""
+        return (self.scaler_.mean_, self.scaler_.std_) if in_quantile_view(m) else None
+
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
-        """The members' predictions blended with their views' and averaged (standardised target)."""
-        return np.mean([blend_prediction(pred, view, weight) for pred, view in outputs], axis=0)
+        """The members' predictions blended with their views' (on the scale the member reads), mapped to the
+        standardised target and averaged."""
+        return np.mean([inputs[None].output(blend_prediction(pred, view, weight))
+                        for inputs, (pred, view) in zip(self.run_inputs_, outputs)], axis=0)
 
     @staticmethod
     def _row_loss(pred: np.ndarray, y: np.ndarray) -> np.ndarray:

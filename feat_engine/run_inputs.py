@@ -1,6 +1,7 @@
 """What a member's runs read beyond its features, fitted once at `fit`: the target statistics of the nominal
-columns (`target_stats.py`) and the view (`views.py`), for one labelling of the context (the
-target, or one class against the rest). `predict` only applies them to the query rows, so repeated calls,
+columns (`target_stats.py`), the view (`views.py`) and, for half of a regressor's members, the power
+scale of the target (`power_target.py`), for one labelling of the context (the target, or one class
+against the rest). `predict` only applies them to the query rows, so repeated calls,
 and the partitions of a Dask frame, pay for the fits once (docs/design.md, "Fitted once").
 """
 from __future__ import annotations
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .power_target import PowerTarget, fit_power_target
 from .preprocess import RowDetail
 from .views import View, fit_view
 from .target_stats import TargetStats, fit_target_stats
@@ -21,6 +23,15 @@ class RunInputs:
     features: np.ndarray            # the member's feature columns, in token order
     stats: TargetStats | None
     view: View | None
+    target: PowerTarget | None = None      # the labels' power scale (None: read as they are)
+
+    def labels(self, y: np.ndarray) -> np.ndarray:
+        """The labels the runs read for the member's context labels y."""
+        return y if self.target is None else self.target.forward(y)
+
+    def output(self, pred: np.ndarray) -> np.ndarray:
+        """A run's predictions (of `labels`) in the labels' own units: on the power scale, their means."""
+        return pred if self.target is None else self.target.mean_of(pred)
 
     def context(self, x_ctx: np.ndarray) -> np.ndarray:
         """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
@@ -40,11 +51,20 @@ class RunInputs:
 
 
 def fit_run_inputs(x_ctx: np.ndarray, detail: RowDetail, labels: np.ndarray, features: np.ndarray,
-                   nominal: np.ndarray, classification: bool, view: str | None, seed: int) -> RunInputs:
+                   nominal: np.ndarray, classification: bool, view: str | None, seed: int,
+                   power: tuple[float, float] | None = None) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
     columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
     are not one target) and one labelling: the statistics, then the view on the context with them
-    (`views.fit_view`; `view` None for none)."""
+    (`views.fit_view`; `view` None for none). With `power`, the (origin, scale) of standardised numeric
+    labels, the labels are first put on their power scale, and the view's out-of-fold residuals there
+    are what its means average over (`power_target.py`)."""
+    target = None if power is None else fit_power_target(labels, *power)
+    if target is not None:
+        labels = target.forward(labels)
     stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    return RunInputs(features, stats, fit_view(x, labels, classification, seed, view, detail, nominal))
+    fitted = fit_view(x, labels, classification, seed, view, detail, nominal)
+    if target is not None and fitted is not None:
+        target = target.with_residuals(labels - (fitted.context * fitted.std + fitted.mean))
+    return RunInputs(features, stats, fitted, target)

@@ -93,7 +93,9 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
     outputs = est._outputs(*est._query_rows(X[4096:]))
     w = est.blend_.weight
     if Est is FEATRegressor:
-        want = np.mean([(1 - w) * p + w * s for p, s in outputs], axis=0)
+        # each member's blend on the scale it reads, its power-scale members' mapped back as means
+        want = np.mean([r[None].output((1 - w) * p + w * s) for r, (p, s) in zip(est.run_inputs_, outputs)], axis=0)
+        assert est.run_inputs_[1][None].target is not None
         np.testing.assert_allclose(full, est.scaler_.inverse_transform(want))
     else:
         for scores, views in outputs:

@@ -10,6 +10,7 @@ from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.ensemble import plan_members, ranked_features
 from feat_engine.inference import RunResult
 from feat_engine.local_context import GROUP, OVERLAP, local_contexts
+from feat_engine.power_target import fit_power_target
 from feat_engine.quantile_view import quantile_normal
 from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
 from feat_engine.preprocess import FEATInputError, TablePreprocessor, standardise
@@ -208,7 +209,77 @@ def test_odd_members_read_the_quantile_view(monkeypatch):
         np.testing.assert_allclose(c, want[0], atol=1e-6)
         np.testing.assert_allclose(q, want[1], atol=1e-6)
     assert not np.allclose(calls[0][0], calls[1][0], atol=1e-2)
-    assert reg.reading_.startswith("2 member(s), 1 reading numbers in the quantile view;")
+    assert reg.reading_.startswith("2 member(s), 1 reading numbers in the quantile view and the target on a power scale;")
+
+
+def lognormal_target(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    return x, 250.0 * np.exp(x[:, 0] + 0.3 * rng.normal(size=n))
+
+
+def test_power_target_round_trips_caps_lambda_and_ignores_the_targets_units():
+    _, target = lognormal_target()
+    origin, scale = target.mean(), target.std()
+    y = (target - origin) / scale
+    pt = fit_power_target(y, origin, scale)
+    z = pt.forward(y)
+    assert abs(z.mean()) < 1e-5 and abs(z.std() - 1) < 1e-4
+    np.testing.assert_allclose((pt.lo, pt.hi), (z.min(), z.max()), atol=1e-6)
+    from sklearn.preprocessing import PowerTransformer
+    free = PowerTransformer(standardize=False).fit((target / np.median(target))[:, None]).lambdas_[0]
+    assert free < 0 and pt.transformer.lambdas_[0] == 0.0        # the MLE is past the log: kept at the log
+    np.testing.assert_allclose(pt.mean_of(z), y, atol=1e-5)     # no residuals: the plain inverse
+    ten = fit_power_target(y, 10 * origin, 10 * scale)          # the same target in other units
+    np.testing.assert_allclose(ten.forward(y), z, atol=1e-6)
+    skew = lambda v: float(np.mean(((v - v.mean()) / v.std()) ** 3))  # noqa: E731
+    assert skew(y) > 2 and abs(skew(z)) < 0.25 * skew(y)                 # the tail drawn in
+
+
+def test_power_target_means_average_the_inverse_over_the_residual_quantiles():
+    _, target = lognormal_target()
+    y = (target - target.mean()) / target.std()
+    pt = fit_power_target(y, target.mean(), target.std())
+    res = np.random.default_rng(1).normal(scale=0.4, size=300)
+    res -= res.mean()                                           # centred: Jensen's inequality below
+    smeared = pt.with_residuals(res)
+    assert len(smeared.residuals) == 64
+    z = np.array([-1.0, 0.0, 0.5, 2.0, 10.0])
+    want = []                                                   # the slow version: one inverse per residual
+    for zi in z:
+        vals = []
+        for r in smeared.residuals:
+            t = np.clip(zi + r, pt.lo, pt.hi) * pt.std + pt.mean
+            raw = pt.transformer.inverse_transform([[t]])[0, 0] * pt.unit
+            vals.append((raw - pt.origin) / pt.scale)
+        want.append(np.mean(vals))
+    np.testing.assert_allclose(smeared.mean_of(z), want, rtol=1e-10)
+    assert (smeared.mean_of(z[:3]) > pt.mean_of(z[:3])).all()   # a convex inverse: the mean is above the median
+    assert smeared.mean_of(z).max() <= y.max() + 1e-9           # bounded by the context's range
+
+
+def test_power_members_map_their_outputs_back_and_each_query_still_reads_alone(monkeypatch):
+    calls, labels = [], []
+    record = recording_run(calls)
+
+    def run(model, x_ctx, y_ctx, x_query, task, **kw):
+        labels.append(np.array(y_ctx))
+        return record(model, x_ctx, y_ctx, x_query, task, **kw)
+    monkeypatch.setattr(est_mod, "run", run)
+    X, target = lognormal_target()
+    reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:300], target[:300])
+    pred = reg.predict(X[300:])
+    inputs = [r[None] for r in reg.run_inputs_]
+    assert inputs[0].target is None and inputs[1].target is not None and len(inputs[1].target.residuals) == 64
+    np.testing.assert_allclose(labels[0], reg.y_[reg.members_[0].rows], atol=1e-6)
+    np.testing.assert_allclose(labels[1], inputs[1].target.forward(reg.y_[reg.members_[1].rows]), atol=1e-6)
+    outs = reg._outputs(*reg._query_rows(X[300:]))
+    member = [reg.scaler_.inverse_transform(inputs[i].output(est_mod.blend_prediction(p, v, reg._weight())))
+              for i, (p, v) in enumerate(outs)]
+    np.testing.assert_allclose(pred, np.mean(member, axis=0), rtol=1e-6)
+    assert target[:300].min() - 1e-6 <= member[1].min() and member[1].max() <= target[:300].max() + 1e-6
+    alone = np.concatenate([reg.predict(X[300 + i:301 + i]) for i in range(4)])
+    np.testing.assert_allclose(alone, pred[:4], rtol=1e-6)
 
 
 @pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])

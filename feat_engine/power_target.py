@@ -1,0 +1,79 @@
+"""A regression target read on a power scale by the quantile-view half of the ensemble (docs/design.md,
+"The power target").
+
+A right-skewed target (a price, a wage, a count, a delay) standardised leaves most rows near zero and a
+few far out, and the model, pretrained with a Huber loss on standardised targets, then predicts the
+bulk near its median and under-predicts the tail. The members that read the table's numbers through
+their quantiles (`quantile_view.py`) also read the target through a Yeo-Johnson power transform
+(scikit-learn's `PowerTransformer`) fitted on the context, its lambda kept in [0, 1]: at most as strong
+as a log, never stretching a tail further. An unbounded lambda (-0.65 to -3.7 on a log-normal probe)
+made the inverse explode near its pole. The transform reads the target in units of its median absolute
+value, so that it does not change when the target is multiplied by a constant.
+
+A prediction z in the transformed scale maps back as a mean, not a median: the mean over residuals r of
+T^-1(z + r) (Duan's smearing estimate), each z + r clipped to the context's transformed range, where r
+are quantiles of the residuals of the member's view (`views.py`), whose out-of-fold predictions stand in
+for the model's own. Without a view the plain inverse is used. A query's value still depends on that
+query alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from sklearn.preprocessing import PowerTransformer
+
+N_RESIDUALS = 64     # residual quantiles the smearing averages over
+
+
+@dataclass
+class PowerTarget:
+    """The power scale z = T(y) of a context's targets y, given in the estimator's standardised units
+    (y = (target - origin) / scale: T reads the target's own values)."""
+
+    transformer: PowerTransformer    # Yeo-Johnson on target / unit, lambda in [0, 1], not standardised
+    origin: float
+    scale: float
+    unit: float                      # median |target| of the context (1 where that is 0)
+    mean: float                      # statistics of T on the context, so that z is standardised ...
+    std: float
+    lo: float                        # ... and the context's range of z
+    hi: float
+    residuals: np.ndarray = field(default_factory=lambda: np.zeros(1))   # (R,) residual quantiles in z (0: none)
+
+    def _t(self, y: np.ndarray) -> np.ndarray:
+        target = np.asarray(y, np.float64).reshape(-1, 1) * self.scale + self.origin
+        return self.transformer.transform(target / self.unit)[:, 0]
+
+    def forward(self, y: np.ndarray) -> np.ndarray:
+        """(N,) targets y on the standardised power scale."""
+        return ((self._t(y) - self.mean) / self.std).astype(np.float32)
+
+    def mean_of(self, z: np.ndarray) -> np.ndarray:
+        """(M,) the targets' means (standardised units) for predictions z on the power scale: T^-1(z + r),
+        z + r clipped to the context's range, averaged over the residuals r."""
+        zr = np.clip(np.asarray(z, np.float64)[:, None] + self.residuals[None, :], self.lo, self.hi)
+        t = (zr * self.std + self.mean).reshape(-1, 1)
+        target = self.transformer.inverse_transform(t).reshape(zr.shape) * self.unit
+        return (target.mean(axis=1) - self.origin) / self.scale
+
+    def with_residuals(self, residuals: np.ndarray) -> PowerTarget:
+        """This transform, smearing over N_RESIDUALS quantiles of `residuals` (the context's targets on the
+        power scale less their out-of-fold predictions)."""
+        r = np.asarray(residuals, np.float64)
+        r = r[np.isfinite(r)]
+        q = np.quantile(r, (np.arange(N_RESIDUALS) + 0.5) / N_RESIDUALS) if len(r) else np.zeros(1)
+        return replace(self, residuals=q)
+
+
+def fit_power_target(y: np.ndarray, origin: float = 0.0, scale: float = 1.0) -> PowerTarget:
+    """The power scale of the context targets y = (target - origin) / scale, no residuals yet (the plain inverse)."""
+    target = np.asarray(y, np.float64).reshape(-1, 1) * scale + origin
+    unit = float(np.median(np.abs(target)))
+    unit = unit if unit > 0 else 1.0
+    pt = PowerTransformer(method="yeo-johnson", standardize=False).fit(target / unit)
+    pt.lambdas_ = np.clip(pt.lambdas_, 0.0, 1.0)
+    t = pt.transform(target / unit)[:, 0]
+    mean, std = float(t.mean()), float(t.std())
+    std = std if std > 0 else 1.0
+    return PowerTarget(pt, origin, scale, unit, mean, std, float((t.min() - mean) / std), float((t.max() - mean) / std))
