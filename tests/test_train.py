@@ -103,6 +103,42 @@ def test_killed_run_resumes_exactly(tmp_path):
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0, msg=k)
 
 
+def _exited(pid: int) -> bool:
+    """Whether process pid is gone (or a zombie, which this machine's init may never reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_prior_workers_exit_when_their_run_is_killed(tmp_path):
+    """A run killed with SIGKILL runs no exit handler: its prior worker must notice and stop by itself."""
+    pid_file = tmp_path / "worker.pid"
+    script = (
+        "import time\n"
+        "from feat_engine.config import PriorConfig\n"
+        "from feat_engine.prior.batches import BatchStream\n"
+        "s = BatchStream(0, 0, PriorConfig(max_rows=128), workers=1, use_real=False, prefetch=1)\n"
+        "s.get()\n"
+        f"open({str(pid_file)!r}, 'w').write(str(s.procs[0].pid))\n"
+        "time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], env=_env())
+    try:
+        deadline = time.time() + 120
+        while not pid_file.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        assert not _exited(worker)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.time() + 30
+    while not _exited(worker) and time.time() < deadline:
+        time.sleep(0.2)
+    assert _exited(worker), "the prior worker outlived its killed run"
+
+
 @pytest.mark.slow
 def test_torchrun_two_processes_step(tmp_path):
     cfg = _config(tmp_path, "ddp")

@@ -242,12 +242,26 @@ def _standardise_target(y: np.ndarray, n_ctx: int) -> np.ndarray:
 
 
 def _worker(seed: int, start: int, step: int, cfg_dict: dict, use_real: bool, tokens: int, out: mp.Queue) -> None:
+    """Build batches start, start + step, ... into `out` until the process that started this one is gone
+    (a run killed with SIGKILL runs no exit handler, so its workers must notice it themselves)."""
     cfg = PriorConfig.from_dict(cfg_dict)
     refs = allowlist() if use_real else None
+    parent = mp.parent_process()
+    out.cancel_join_thread()        # at exit, do not wait to flush batches nobody will read
     i = start
-    while True:
-        out.put((i, make_batch(seed, i, cfg, refs, tokens)))
+    while parent is None or parent.is_alive():
+        b = make_batch(seed, i, cfg, refs, tokens)
+        while True:
+            try:
+                out.put((i, b), timeout=PARENT_CHECK_S)
+                break
+            except queue.Full:
+                if parent is not None and not parent.is_alive():
+                    return
         i += step
+
+
+PARENT_CHECK_S = 1.0    # a worker waiting on a full queue checks this often that its run is still alive
 
 
 class BatchStream:
