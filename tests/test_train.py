@@ -116,12 +116,13 @@ def test_prior_workers_exit_when_their_run_is_killed(tmp_path):
     """A run killed with SIGKILL runs no exit handler: its prior worker must notice and stop by itself."""
     pid_file = tmp_path / "worker.pid"
     script = (
-        "import time\n"
+        "import os, time\n"
         "from feat_engine.config import PriorConfig\n"
         "from feat_engine.prior.batches import BatchStream\n"
         "s = BatchStream(0, 0, PriorConfig(max_rows=128), workers=1, use_real=False, prefetch=1)\n"
         "s.get()\n"
-        f"open({str(pid_file)!r}, 'w').write(str(s.procs[0].pid))\n"
+        f"open({str(pid_file)!r} + '.tmp', 'w').write(str(s.procs[0].pid))\n"
+        f"os.replace({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
         "time.sleep(600)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], env=_env())
     try:

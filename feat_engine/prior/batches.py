@@ -241,6 +241,9 @@ def _standardise_target(y: np.ndarray, n_ctx: int) -> np.ndarray:
     return (y - mu) / (sd if sd > 1e-8 else 1.0)
 
 
+PARENT_CHECK_S = 1.0    # a worker waiting on a full queue checks this often that its run is still alive
+
+
 def _worker(seed: int, start: int, step: int, cfg_dict: dict, use_real: bool, tokens: int, out: mp.Queue) -> None:
     """Build batches start, start + step, ... into `out` until the process that started this one is gone
     (a run killed with SIGKILL runs no exit handler, so its workers must notice it themselves)."""
@@ -259,9 +262,6 @@ def _worker(seed: int, start: int, step: int, cfg_dict: dict, use_real: bool, to
                 if parent is not None and not parent.is_alive():
                     return
         i += step
-
-
-PARENT_CHECK_S = 1.0    # a worker waiting on a full queue checks this often that its run is still alive
 
 
 class BatchStream:
