@@ -294,10 +294,10 @@ class _InContextBase(_FEATBase):
         names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
         width = len(self.members_[0].features)
         n_quantile = sum(in_quantile_view(m) for m in self.members_)
-        n_power = sum(inputs[None].target is not None for inputs in self.run_inputs_ if None in inputs)
+        power = any(r.target is not None for inputs in self.run_inputs_ for r in inputs.values())
         parts = [f"{len(self.members_)} member(s)"
                  + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else "")
-                 + (" and the target on a power scale" if n_power else ""),
+                 + (" and the target on a power scale" if power else ""),
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]

@@ -18,6 +18,7 @@ from feat_engine.relevance import relevance
 from feat_engine.target_stats import with_target_stats
 from feat_engine.views import fit_additive_view, fit_tree_view, fit_view
 from sklearn.neighbors import NearestNeighbors
+from sklearn.preprocessing import PowerTransformer
 
 
 def nominal_table(n=240, levels=12, seed=0):
@@ -226,7 +227,6 @@ def test_power_target_round_trips_caps_lambda_and_ignores_the_targets_units():
     z = pt.forward(y)
     assert abs(z.mean()) < 1e-5 and abs(z.std() - 1) < 1e-4
     np.testing.assert_allclose((pt.lo, pt.hi), (z.min(), z.max()), atol=1e-6)
-    from sklearn.preprocessing import PowerTransformer
     free = PowerTransformer(standardize=False).fit((target / np.median(target))[:, None]).lambdas_[0]
     assert free < 0 and pt.transformer.lambdas_[0] == 0.0        # the MLE is past the log: kept at the log
     np.testing.assert_allclose(pt.mean_of(z), y, atol=1e-5)     # no residuals: the plain inverse
