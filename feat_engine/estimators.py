@@ -46,7 +46,7 @@ from .reading_choice import HeldOutLoss, choose_local_context
 from .relevance import relevance
 from .run_inputs import RunInputs, fit_run_inputs
 from .state_cache import StateCache
-from .views import check_view
+from .views import STOP_ROWS, check_view
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
@@ -205,8 +205,7 @@ class _InContextBase(_FEATBase):
             if not self._split_contexts(size, held):     # too few rows left outside `held`: no blend
                 held = None
                 self._split_contexts(size, None)
-        self.run_inputs_ = [{key: self._fit_run_inputs(m, key, detail[m.rows], classification) for key in self._labellings()}
-                            for m in self.members_]
+        self.run_inputs_ = self._fit_all_run_inputs(detail, classification)
         self._states = StateCache()
         self.blend_ = None if held is None else self._choose_blend(held, detail[held])
         self.reading_ = self._reading()
@@ -251,14 +250,42 @@ class _InContextBase(_FEATBase):
         """The context's labels under labelling `key`."""
         return self.y_ if key is None else (self.y_ == key).astype(np.int64)
 
-    def _fit_run_inputs(self, m: Member, key: int | None, detail: RowDetail, classification: bool) -> RunInputs:
-        """Member m's target statistics (where the labels are one target: numbers, or 0/1) and view,
-        with the `detail` of its context rows."""
-        labels = self._labels(key)[m.rows]
+    def _fit_all_run_inputs(self, detail: RowDetail, classification: bool) -> list[dict[int | None, RunInputs]]:
+        """Each member's target statistics and view for every labelling (`run_inputs.py`), with the `detail`
+        of the context rows. Where members read every context row (each in its own order) of a context of at
+        most `STOP_ROWS` rows, they share one fit per labelling and power scale, reordered to their rows:
+        fitted once per member, those fits would see the same rows and labels and differ only in their folds.
+        On longer contexts each member's tree view stops boosting early on a validation split of its own, so
+        the members' views are different models whose average is a bagged one, and each member keeps its own
+        fits, as does a member of a capped context (`max_context`), which reads a subset of its own
+        (docs/design.md, "Fitted once")."""
+        n = len(self.context_)
+        shared: dict[tuple, RunInputs] = {}
+        inputs = []
+        for m in self.members_:
+            mine = {}
+            for key in self._labellings():
+                if len(m.rows) < n or n > STOP_ROWS:
+                    mine[key] = self._fit_run_inputs(m.rows, m.features, m.seed, self._power(m), key,
+                                                     detail[m.rows], classification)
+                    continue
+                at = (key, self._power(m))
+                if at not in shared:
+                    shared[at] = self._fit_run_inputs(np.arange(n), m.features, m.seed, at[1], key, detail,
+                                                      classification)
+                mine[key] = shared[at].reordered(m.rows, m.features)
+            inputs.append(mine)
+        return inputs
+
+    def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
+                        key: int | None, detail: RowDetail, classification: bool) -> RunInputs:
+        """The target statistics (where the labels are one target: numbers, or 0/1) and view of the context
+        `rows` (with their `detail`) under labelling `key`, for a member reading `features`."""
+        labels = self._labels(key)[rows]
         single = not classification or key is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
-        return fit_run_inputs(self.context_[m.rows], detail, labels, m.features, nominal,
-                              classification, self.view, m.seed, self._power(m))
+        return fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
+                              classification, self.view, seed, power)
 
     def _power(self, m: Member) -> tuple[float, float] | None:
         """The (origin, scale) of the labels of a member that reads them on their power scale; None: as they are."""
@@ -301,7 +328,8 @@ class _InContextBase(_FEATBase):
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
-        kinds = [r.view.kind for inputs in self.run_inputs_ for r in inputs.values() if r.view is not None]
+        views = {id(r.view.model): r.view for inputs in self.run_inputs_ for r in inputs.values() if r.view is not None}
+        kinds = [v.kind for v in views.values()]
         if kinds:
             n_trees = kinds.count("trees")
             parts.append(f"a cross-fitted model's prediction as one more feature (boosted trees for {n_trees} of "

@@ -6,7 +6,7 @@ and the partitions of a Dask frame, pay for the fits once (docs/design.md, "Fitt
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -44,6 +44,14 @@ class RunInputs:
         the clip); each row's values depend on that row alone."""
         x = x_query if self.stats is None else self.stats.query_matrix(x_query, detail.codes)
         return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x, detail))
+
+    def reordered(self, rows: np.ndarray, features: np.ndarray) -> "RunInputs":
+        """These inputs, fitted on the context rows in table order, for a member that reads those rows in the
+        order `rows` (a permutation) and the `features`: the cross-fitted columns follow the rows, the fitted
+        encoder, model and power scale are shared."""
+        stats = None if self.stats is None else replace(self.stats, context=self.stats.context[rows])
+        view = None if self.view is None else replace(self.view, context=self.view.context[rows])
+        return RunInputs(features, stats, view, self.target)
 
     @staticmethod
     def _with_view(x: np.ndarray, view: np.ndarray | None) -> np.ndarray:

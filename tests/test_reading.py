@@ -549,9 +549,10 @@ def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
 
 
 def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(monkeypatch):
-    """Each member's target statistics and view are fitted once per labelling at `fit` (class c
-    against the rest for one-vs-rest runs); `predict` fits nothing, so repeated calls and the partitions
-    of a Dask frame do not pay for them again, and each run reads what fitting them at predict would give."""
+    """The target statistics and view are fitted once per labelling at `fit` (class c against the rest
+    for one-vs-rest runs) on the context in table order, and each member reads them in its own row order;
+    `predict` fits nothing, so repeated calls and the partitions of a Dask frame do not pay for them
+    again, and each run reads what fitting them at predict would give."""
     import feat_engine.run_inputs as ri_mod
 
     calls = []
@@ -574,12 +575,41 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
 
     m, c = clf.members_[0], 2                   # the first member's run on class "z" against the rest
     ctx, q = calls[c]
-    labels = (clf.y_ == c).astype(np.int64)[m.rows]
-    pre = clf.preprocessor_
-    x_ctx, x_q = with_target_stats(clf.context_[m.rows], labels, pre.transform(X[240:], "query"),
-                                   pre.nominal_codes(X[:240])[m.rows], pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_view(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240])[m.rows], pre.nominal_)
-    np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]]), atol=1e-6)
+    labels, pre = (clf.y_ == c).astype(np.int64), clf.preprocessor_
+    x_ctx, x_q = with_target_stats(clf.context_, labels, pre.transform(X[240:], "query"),
+                                   pre.nominal_codes(X[:240]), pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
+    view = fit_view(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240]), pre.nominal_)
+    np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]])[m.rows], atol=1e-6)
     np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.detail(X[240:])), x_q[:, m.features]]),
                                atol=1e-6)
     assert len(clf.run_inputs_) == 2 and sorted(clf.run_inputs_[0]) == [0, 1, 2] and list(reg.run_inputs_[0]) == [None]
+
+
+def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_otherwise(monkeypatch):
+    """Members that read every row of a context of at most STOP_ROWS rows share one fit of the statistics
+    and view per labelling (and, for the regressor, per power scale); members of a longer context (whose
+    tree views stop early on splits of their own) or of a capped one each fit their own."""
+    import feat_engine.run_inputs as ri_mod
+
+    fits = []
+    real = ri_mod.fit_view
+
+    def counting(x, labels, *args, **kwargs):
+        fits.append(len(labels))
+        return real(x, labels, *args, **kwargs)
+    monkeypatch.setattr(ri_mod, "fit_view", counting)
+    rng = np.random.default_rng(8)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    y = np.array(list("xyz"))[(X["a"] > 0).astype(int) + (X["b"] > 1).astype(int)]
+    FEATClassifier(n_estimators=4, local_context=None).fit(X, y)
+    assert fits == [200] * 3                               # one fit per class, shared by the four members
+    fits.clear()
+    FEATRegressor(n_estimators=4, local_context=None).fit(X, X["a"] + X["b"])
+    assert fits == [200] * 2                               # the target as it is, and on its power scale
+    fits.clear()
+    FEATClassifier(n_estimators=3, local_context=None, max_context=150).fit(X, y)
+    assert fits == [150] * 9                               # each member's own 150 rows, three classes each
+    fits.clear()
+    monkeypatch.setattr(est_mod, "STOP_ROWS", 150)         # the 200 rows now count as a long context
+    FEATClassifier(n_estimators=2, local_context=None).fit(X, y)
+    assert fits == [200] * 6
