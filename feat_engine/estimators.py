@@ -263,17 +263,17 @@ class _InContextBase(_FEATBase):
         shared: dict[tuple, RunInputs] = {}
         inputs = []
         for m in self.members_:
-            mine = {}
+            power, mine = self._power(m), {}
+            if len(m.rows) < n or n > STOP_ROWS:
+                own = detail[m.rows]
+                inputs.append({key: self._fit_run_inputs(m.rows, m.features, m.seed, power, key, own, classification)
+                               for key in self._labellings()})
+                continue
             for key in self._labellings():
-                if len(m.rows) < n or n > STOP_ROWS:
-                    mine[key] = self._fit_run_inputs(m.rows, m.features, m.seed, self._power(m), key,
-                                                     detail[m.rows], classification)
-                    continue
-                at = (key, self._power(m))
-                if at not in shared:
-                    shared[at] = self._fit_run_inputs(np.arange(n), m.features, m.seed, at[1], key, detail,
-                                                      classification)
-                mine[key] = shared[at].reordered(m.rows, m.features)
+                if (key, power) not in shared:
+                    shared[key, power] = self._fit_run_inputs(np.arange(n), m.features, m.seed, power, key, detail,
+                                                              classification)
+                mine[key] = shared[key, power].reordered(m.rows, m.features)
             inputs.append(mine)
         return inputs
 
