@@ -137,8 +137,13 @@ def _end_to_end(variant: str, n: int, bf16: bool, seed: int, device: str):
     return call, params
 
 
-def child(variant: str, n: int, bf16: bool, repeats: int, seed: int, device: str = "cpu") -> dict:
+def child(variant: str, n: int, bf16: bool, repeats: int, seed: int, device: str = "cpu",
+          tables_per_run: int | None = None) -> dict:
     import torch
+
+    from feat_engine.inference import TABLES_PER_RUN, tables_per_run as per_run
+    if tables_per_run is not None:
+        TABLES_PER_RUN[torch.device(device).type] = tables_per_run
 
     make = _forward if variant in FORWARD else _end_to_end
     call, params = make(variant, n, bf16, seed, device)
@@ -153,7 +158,7 @@ def child(variant: str, n: int, bf16: bool, repeats: int, seed: int, device: str
             "times_s": times, "peak_rss_bytes": peak, "base_rss_bytes": base_rss,
             "params": params, "device": device,
             "gpu_peak_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None,
-            "threads": torch.get_num_threads(), "status": "ok"}
+            "threads": torch.get_num_threads(), "tables_per_run": per_run(device), "status": "ok"}
 
 
 # -- parent: run children under limits ----------------------------------------------------------
@@ -164,6 +169,8 @@ def measure(variant: str, n: int, args) -> dict:
     repeats = 3 if n <= 1_000 else 1
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", variant, "--n", str(n),
            "--repeats", str(repeats), "--seed", str(args.seed), "--device", args.device, "--precision", "bf16" if args.bf16 else "fp32"]
+    if args.tables_per_run is not None:
+        cmd += ["--tables-per-run", str(args.tables_per_run)]
     limit_s = args.time_limit if variant in ("attention", "tabicl") else args.feat_time_limit
     limit_b = args.mem_limit_gb * GiB
     t0 = time.perf_counter()
@@ -294,11 +301,13 @@ def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
     sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
     params = {v: next((r["params"] for r in results if r["variant"] == v and r.get("params")), 0) for v in END_TO_END}
     precision = common.precision_text(args.precision, args.device)
+    per_run = sorted({r["tables_per_run"] for r in results if r["variant"] == "feat_e2e" and "tables_per_run" in r})
+    parts = f", {' / '.join(map(str, per_run))} local part(s) per engine run" if per_run else ""
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
         "Time and peak RSS of a fresh process per method and N. "
-        f"`FEATClassifier(n_estimators=1)`, {precision}, on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
+        f"`FEATClassifier(n_estimators=1)`, {precision}{parts}, on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
         f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
         f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
         "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "
@@ -415,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where FEAT and TabICL run (LightGBM: the CPU); a GPU run writes the sections suffixed -cuda")
+    p.add_argument("--tables-per-run", type=int, default=None,
+                   help="local parts FEAT encodes per engine run (default: the device's, inference.TABLES_PER_RUN)")
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ untouched")
     p.add_argument("--log", default=None, help="append each result as a JSON line to this file")
     p.add_argument("--child", choices=list(LABELS), help=argparse.SUPPRESS)
@@ -424,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     args.bf16 = uses_bf16(args.precision, args.device)
 
     if args.child:
-        print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed, args.device)), flush=True)
+        print(json.dumps(child(args.child, args.n, args.bf16, args.repeats, args.seed, args.device, args.tables_per_run)), flush=True)
         return 0
 
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))

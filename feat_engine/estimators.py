@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .blend import Blend, blend_prediction, blend_probability, choose_blend, held_out_rows
 from .config import InferenceConfig
 from .ensemble import Member, Progress, StepCounter, plan_members, resolve_model, trained_max_features
-from .inference import map_runs, run, uses_bf16
+from .inference import map_runs, run, run_tables, tables_per_run, uses_bf16
 from .local_context import local_contexts, rows_per_run
 from .model import FEAT
 from .preprocess import (
@@ -52,8 +52,9 @@ LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
 PRECISIONS = ("auto", "fp32", "bf16")
 
-# one engine run on a member's (context, labels, queries) with a label for progress -> per-query output
-Call = Callable[[np.ndarray, np.ndarray, np.ndarray, str], np.ndarray]
+# one engine run on tables of one shape, a member's (contexts, labels, queries), with a label for progress -> each
+# table's per-query output
+Call = Callable[[list[np.ndarray], list[np.ndarray], list[np.ndarray], str], list[np.ndarray]]
 
 
 class _FEATBase(BaseEstimator):
@@ -357,9 +358,10 @@ class _InContextBase(_FEATBase):
         """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
         return [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
 
-    @staticmethod
-    def _n_runs(routes: list[np.ndarray | None]) -> int:
-        return sum(1 if r is None else len(np.unique(r)) for r in routes)
+    def _n_runs(self, routes: list[np.ndarray | None]) -> int:
+        """Engine runs that reading queries routed by `routes` takes (`_in_context`)."""
+        size = tables_per_run(self.device)
+        return sum(1 if r is None else len(np.unique(r // size)) for r in routes)
 
     def _run_matrices(self, m: Member, key: int | None, xq: np.ndarray, detail: RowDetail,
                       held: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -382,44 +384,54 @@ class _InContextBase(_FEATBase):
         call: Call, steps: StepCounter, regression: bool = False,
     ) -> np.ndarray:
         """Member m's output for every query row of q under labelling `key` (`_run_matrices`): one `call`
-        on the whole context or one per local part that some query row is routed to, the parts on all
-        cores (`map_runs`)."""
+        on the whole context, or one per batch of local parts that holds a part some query row is routed
+        to, the batches on all cores (`map_runs`). A batch is `tables_per_run` consecutive parts, the
+        same whatever the queries, so a part's states never depend on which other parts were asked for."""
         yr = self.run_inputs_[m.index][key].labels(self._labels(key)[m.rows])
         if in_quantile_view(m):
             call = _in_quantile_view(call)
         if route is None:
-            return call(ctx, yr, q, "")
+            return call([ctx], [yr], [q], "")[0]
         order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
         parts, starts = np.unique(route[order], return_index=True)
-        sels = np.split(order, starts[1:])
+        sels = dict(zip(parts.tolist(), np.split(order, starts[1:])))
+        size, n_parts = tables_per_run(self.device), len(m.local.parts)
+        batches = [range(b * size, min(n_parts, (b + 1) * size)) for b in np.unique(parts // size)]
+        noun = "part" if size == 1 else "batch of parts"
 
-        def read(j: int) -> np.ndarray:
-            rows = m.local.parts[parts[j]]
-            return _read_part(call, ctx[rows], yr[rows], q[sels[j]], regression, f", part {j + 1}/{len(parts)}")
-        outs = map_runs(read, range(len(parts)), self.device, steps.flush)
+        def read(j: int) -> list[np.ndarray]:
+            rows = [m.local.parts[p] for p in batches[j]]
+            return _read_parts(call, [ctx[r] for r in rows], [yr[r] for r in rows],
+                               [q[sels.get(p, order[:0])] for p in batches[j]], regression,
+                               f", {noun} {j + 1}/{len(batches)}")
+        outs = [r for rs in map_runs(read, range(len(batches)), self.device, steps.flush) for r in rs]
         out = np.empty((len(q),) + outs[0].shape[1:], outs[0].dtype)
-        for sel, r in zip(sels, outs):
-            out[sel] = r
+        for p, r in zip([p for b in batches for p in b], outs):
+            if p in sels:
+                out[sels[p]] = r
         return out
 
 
 def _in_quantile_view(call: Call) -> Call:
-    """`call`, with each run's context and queries handed over in the quantile view (`quantile_view.py`)."""
-    def read(ctx: np.ndarray, y: np.ndarray, q: np.ndarray, label: str) -> np.ndarray:
-        ctx, q = quantile_normal(ctx, q)
-        return call(ctx, y, q, label)
+    """`call`, with each table's context and queries handed over in the quantile view (`quantile_view.py`)."""
+    def read(ctxs: list[np.ndarray], ys: list[np.ndarray], qs: list[np.ndarray], label: str) -> list[np.ndarray]:
+        views = [quantile_normal(c, q) for c, q in zip(ctxs, qs)]
+        return call([c for c, _ in views], ys, [q for _, q in views], label)
     return read
 
 
-def _read_part(call: Call, ctx: np.ndarray, y: np.ndarray, q: np.ndarray, regression: bool, label: str) -> np.ndarray:
-    """One local part read as the prior's tables are: features (and a regression target)
-    standardised with the part's own context statistics, predictions mapped back."""
-    z = standardise(np.vstack([ctx, q]), len(ctx))
+def _read_parts(call: Call, ctxs: list[np.ndarray], ys: list[np.ndarray], qs: list[np.ndarray], regression: bool,
+                label: str) -> list[np.ndarray]:
+    """Local parts read as the prior's tables are: each part's features (and regression target)
+    standardised with its own context statistics, predictions mapped back."""
+    zs = [standardise(np.vstack([c, q]), len(c)) for c, q in zip(ctxs, qs)]
+    ctxs, qs = [z[:len(c)] for z, c in zip(zs, ctxs)], [z[len(c):] for z, c in zip(zs, ctxs)]
     if not regression:
-        return call(z[:len(ctx)], y, z[len(ctx):], label)
-    mu, sd = float(y.mean()), float(y.std())
-    sd = sd if sd > 1e-8 else 1.0
-    return call(z[:len(ctx)], (y - mu) / sd, z[len(ctx):], label) * sd + mu
+        return call(ctxs, ys, qs, label)
+    mus = [float(y.mean()) for y in ys]
+    sds = [sd if sd > 1e-8 else 1.0 for sd in (float(y.std()) for y in ys)]
+    outs = call(ctxs, [(y - mu) / sd for y, mu, sd in zip(ys, mus, sds)], qs, label)
+    return [o * sd + mu for o, mu, sd in zip(outs, mus, sds)]
 
 
 def _target(y: Any) -> pd.Series:
@@ -498,8 +510,8 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
             name = f"member {m.index + 1}/{len(self.members_)}"
 
             def call(n_classes: int, label: str) -> Call:
-                return lambda ctx, y, q, part: _rotated_proba(model, ctx, y, q, n_classes, m, self._engine(),
-                                                              steps.callback(label + part))
+                return lambda ctxs, ys, qs, part: _rotated_proba(model, ctxs, ys, qs, n_classes, m, self._engine(),
+                                                                 steps.callback(label + part))
             scores, views = [], []
             for c in keys:
                 ctx, q, view = self._run_matrices(m, c, xq, detail, held)
@@ -537,15 +549,15 @@ class FEATClassifier(ClassifierMixin, _InContextBase):
 
 
 def _rotated_proba(
-    model: FEAT, ctx: np.ndarray, y: np.ndarray, xq: np.ndarray, k: int, m: Member, engine: dict[str, Any],
-    progress: Progress | None,
-) -> np.ndarray:
-    """P(class | query) for classes 0..k-1 from one run in which class c sits in head slot
+    model: FEAT, ctxs: list[np.ndarray], ys: list[np.ndarray], xqs: list[np.ndarray], k: int, m: Member,
+    engine: dict[str, Any], progress: Progress | None,
+) -> list[np.ndarray]:
+    """Each table's P(class | query) for classes 0..k-1, from one run in which class c sits in head slot
     (c + m.index) mod k, so that across members every class visits every slot."""
     slot = (np.arange(k) + m.index) % k
-    res = run(model, ctx, slot[y].astype(np.float32), xq, "classification", n_classes=k,
-              column_ids=m.column_ids(model, ctx.shape[1]), progress=progress, **engine)
-    return softmax(res.logits[:, :k].astype(np.float64), axis=1)[:, slot]
+    res = run_tables(model, ctxs, [slot[y].astype(np.float32) for y in ys], xqs, "classification", n_classes=k,
+                     column_ids=m.column_ids(model, ctxs[0].shape[1]), progress=progress, **engine)
+    return [softmax(r.logits[:, :k].astype(np.float64), axis=1)[:, slot] for r in res]
 
 
 class FEATRegressor(RegressorMixin, _InContextBase):
@@ -573,9 +585,9 @@ class FEATRegressor(RegressorMixin, _InContextBase):
         for m, route in zip(self.members_, routes):
             name = f"member {m.index + 1}/{len(self.members_)}"
             ctx, q, view = self._run_matrices(m, None, xq, detail, held)
-            pred = self._in_context(m, route, None, ctx, q, lambda ctx, y, q, part: run(
-                model, ctx, y, q, "regression", column_ids=m.column_ids(model, ctx.shape[1]),
-                progress=steps.callback(name + part), **self._engine()).pred, steps, regression=True)
+            pred = self._in_context(m, route, None, ctx, q, lambda ctxs, ys, qs, part: [r.pred for r in run_tables(
+                model, ctxs, ys, qs, "regression", column_ids=m.column_ids(model, ctxs[0].shape[1]),
+                progress=steps.callback(name + part), **self._engine())], steps, regression=True)
             outputs.append((pred, view))
         return outputs
 

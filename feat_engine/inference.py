@@ -4,7 +4,8 @@ The context is encoded once, layer by layer, with the feature axis in row chunks
 the sample-axis mixers a few columns at a time, updating the token tensor in place, so
 peak memory is about one copy of the context tokens plus bounded scratch. Query rows
 then stream through the blocks in chunks, reading the cached per-layer states; each
-query's output does not depend on the chunking (see docs/design.md).
+query's output does not depend on the chunking (see docs/design.md). Tables whose contexts share
+a shape (a member's local parts) can share one run, as a batch (`run_tables`): what a GPU needs.
 """
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ T, R = TypeVar("T"), TypeVar("R")
 # handful of rows take other kernels, whose rounding would let a row's prediction depend on how many rows it was
 # predicted with (1.6e-2 in a bf16 logit, 1e-6 in fp32; docs/design.md, "Context/query semantics")
 QUERY_BLOCK = 64
+
+# local parts one engine run encodes as a batch of tables (`run_tables`), by device type. On a CPU one at a time:
+# batches of 2, 4 and 8 parts took 0.97x, 1.02x and 1.54x the time of one at a time on an Intel Xeon, 2 and 4 parts
+# 1.0x and 1.2x on an AMD EPYC (docs/design.md, "The compute floor"). On a GPU, where one part of 1,024 rows cannot
+# fill the card and its run is bound by kernel launches, 32 (not yet timed on a GPU)
+TABLES_PER_RUN = {"cpu": 1, "cuda": 32}
 
 # estimated bytes of scratch one (row x column) sequence element costs in a sample-axis
 # mixer, per embedding channel (projections, both scan directions, gates); not measured
@@ -76,6 +83,11 @@ def uses_bf16(precision: str, device: str | torch.device = "auto") -> bool:
     return precision == "bf16" or (precision == "auto" and bf16_is_fast(device))
 
 
+def tables_per_run(device: str | torch.device = "auto") -> int:
+    """How many local parts of one size an engine run on `device` reads at once (`TABLES_PER_RUN`)."""
+    return TABLES_PER_RUN.get(resolve_device(device).type, 1)
+
+
 def column_chunk(n_rows: int, n_cols: int, d_model: int, budget_bytes: float = 2.0e9) -> int:
     """How many columns the sample-axis mixers take at once for `n_rows` rows within the budget."""
     per_col = n_rows * d_model * _MIXER_BYTES_PER_ELEM
@@ -119,68 +131,109 @@ def run(
     With a `cache`, a run that wants only the task heads takes the context's states from it
     when it holds them (the same numbers, bit for bit) and leaves them there otherwise.
     """
+    return run_tables(model, [x_ctx], None if y_ctx is None else [y_ctx], [x_query], task, n_classes, column_ids,
+                      cfg, device, want_recon, want_attention, progress, cache)[0]
+
+
+@torch.no_grad()
+def run_tables(
+    model: FEAT,
+    x_ctx: Sequence[np.ndarray | Tensor],
+    y_ctx: Sequence[np.ndarray | Tensor] | None,
+    x_query: Sequence[np.ndarray | Tensor | None],
+    task: str | None,
+    n_classes: int | None = None,
+    column_ids: Tensor | None = None,
+    cfg: InferenceConfig = InferenceConfig(),
+    device: str | torch.device = "auto",
+    want_recon: bool = False,
+    want_attention: bool = False,
+    progress: Progress | None = None,
+    cache: StateCache | None = None,
+) -> list[RunResult]:
+    """`run` for B tables whose contexts have one shape (N, D), read with the same column identities:
+    their contexts are encoded as one batch (B, N, D) and their query rows decoded side by side (each
+    table's padded with zero rows to the longest), so that one engine run does the work of B (what a GPU
+    needs to be busy: `tables_per_run`). A table's results are those of its own `run`, to rounding, and
+    the same bit for bit whatever the other tables hold; its cached states are kept under a key that
+    names B, since other batch sizes round differently."""
     dev = resolve_device(device)
     model = model.to(dev).eval()
-    x_ctx = torch.as_tensor(np.asarray(x_ctx, dtype=np.float32) if not isinstance(x_ctx, Tensor) else x_ctx).float()
-    N, D = x_ctx.shape
+    xs = torch.stack([_floats(x) for x in x_ctx])
+    B, N, D = xs.shape
     if column_ids is None:
         column_ids = model.column_ids(1, D)
     column_ids = column_ids.to(dev)
-    y = None if y_ctx is None else torch.as_tensor(np.asarray(y_ctx, dtype=np.float32)).view(1, -1).to(dev)
-    n_q = 0 if x_query is None else len(x_query)
+    y = None if y_ctx is None else torch.stack([_floats(v).view(-1) for v in y_ctx]).to(dev)
+    n_qs = [0 if q is None else len(q) for q in x_query]
+    if want_attention and len(set(n_qs)) > 1:
+        raise ValueError(f"attention sums need as many query rows in every table, not {n_qs}")
+    n_q = max(n_qs)
     n_q_chunks = (n_q + cfg.query_chunk - 1) // cfg.query_chunk
     total = model.cfg.n_blocks + n_q_chunks
     say = progress or (lambda done, tot, msg: None)
-    say(0, total, f"encoding {N} context rows")
+    say(0, total, f"encoding {N} context rows" + (f" of {B} tables" if B > 1 else ""))
 
     label_only = not (want_recon or want_attention)   # the task heads read the query label tokens alone
     with _autocast(dev, cfg.autocast_bf16):
-        cols = min(cfg.col_chunk, column_chunk(N, D + 1, model.cfg.d_model))
-        key = None
+        cols = min(cfg.col_chunk, column_chunk(B * N, D + 1, model.cfg.d_model))
+        keys = None
         if cache is not None and label_only and y is not None:
-            key = cache.key(x_ctx, y, task, column_ids, cache_setting(model, dev, cfg, cols))
-        states = None if key is None else cache.get(key)
+            setting = cache_setting(model, dev, cfg, cols) + (B,)
+            keys = [cache.key(xs[b], y[b:b + 1], task, column_ids, setting) for b in range(B)]
+        kept = None if keys is None else [cache.get(k) for k in keys]
         h, attn = None, None
-        if states is None:
+        if kept is not None and all(s is not None for s in kept):
+            states = [tuple(torch.cat(s, 0) for s in zip(*blocks)) for blocks in zip(*kept)]
+            say(model.cfg.n_blocks, total, f"{N} context rows read before")
+        else:
             h, states, attn = model.encode_context(
-                x_ctx.unsqueeze(0).to(dev), y, task if y is not None else None, column_ids,
+                xs.to(dev), y, task if y is not None else None, column_ids,
                 row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
                 on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
                 label_only=label_only,
             )
-            if key is not None:
-                cache.put(key, states)
-        else:
-            say(model.cfg.n_blocks, total, f"{N} context rows read before")
-        recon = model.reconstruct(h)[0].cpu().numpy() if want_recon else None
+            for b, k in enumerate(keys or []):
+                cache.put(k, [tuple(s[b:b + 1].clone() for s in st) for st in states])
+        recon = model.reconstruct(h).cpu().numpy() if want_recon else None
         del h
         logits, preds = [], []
         if n_q:
-            xq = torch.as_tensor(np.asarray(x_query, dtype=np.float32) if not isinstance(x_query, Tensor) else x_query).float()
+            xq = torch.zeros(B, n_q, D)                 # shorter tables padded with zero rows
+            for b, q in enumerate(x_query):
+                if n_qs[b]:
+                    xq[b, :n_qs[b]] = _floats(q)
             for c, i in enumerate(range(0, n_q, cfg.query_chunk)):
-                chunk = xq[i:i + cfg.query_chunk]
-                m = len(chunk)
+                chunk = xq[:, i:i + cfg.query_chunk]
+                m = chunk.shape[1]
                 if not want_attention:      # padded rows would count in the attention sums; they change nothing else
-                    chunk = torch.cat([chunk, chunk.new_zeros((-m % QUERY_BLOCK, D))])
-                hq, aq = model.decode_queries(chunk.unsqueeze(0).to(dev), states, column_ids, want_attention, label_only)
+                    chunk = torch.cat([chunk, chunk.new_zeros((B, -m % QUERY_BLOCK, D))], 1)
+                hq, aq = model.decode_queries(chunk.to(dev), states, column_ids, want_attention, label_only)
                 lg, pr = model.heads(hq, task, n_classes)
                 if lg is not None:
-                    logits.append(lg[0, :m].cpu())
+                    logits.append(lg[:, :m].cpu())
                 if pr is not None:
-                    preds.append(pr[0, :m].cpu())
+                    preds.append(pr[:, :m].cpu())
                 if want_attention:
                     attn = [a + b for a, b in zip(attn, aq)]
                 say(model.cfg.n_blocks + c + 1, total, f"query rows {min(n_q, i + cfg.query_chunk)}/{n_q}")
-    att = None
-    if want_attention:
-        att = [(a[0] / (N + n_q)).cpu().numpy() for a in attn]
-    asked = x_query is not None and y is not None
-    return RunResult(
-        logits=torch.cat(logits).numpy() if logits else (np.zeros((0, model.cfg.max_classes), np.float32) if asked and task == "classification" else None),
-        pred=torch.cat(preds).numpy() if preds else (np.zeros(0, np.float32) if asked and task == "regression" else None),
-        recon=recon,
-        attention=att,
-    )
+    lg = torch.cat(logits, 1).numpy() if logits else None
+    pr = torch.cat(preds, 1).numpy() if preds else None
+    asked = y is not None and any(q is not None for q in x_query)
+    out = []
+    for b, m in enumerate(n_qs):
+        out.append(RunResult(
+            logits=lg[b, :m] if lg is not None else (np.zeros((0, model.cfg.max_classes), np.float32) if asked and task == "classification" else None),
+            pred=pr[b, :m] if pr is not None else (np.zeros(0, np.float32) if asked and task == "regression" else None),
+            recon=None if recon is None else recon[b],
+            attention=None if not want_attention else [(a[b] / (N + m)).cpu().numpy() for a in attn],
+        ))
+    return out
+
+
+def _floats(x: np.ndarray | Tensor) -> Tensor:
+    """x as a float32 CPU tensor."""
+    return torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, Tensor) else x).float().cpu()
 
 
 def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.device = "auto",

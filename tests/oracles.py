@@ -10,6 +10,7 @@ Everything here is written for clarity, not speed, and runs in float64:
   and before the first (backward), again from the dense operators.
 * `conv_gla_dense`: Conv-GLA with the direct N x N attention form (a tap-by-tap conv and
   an explicit phi(q_i).phi(k_j) matrix).
+* `per_table`: `inference.run_tables` as one `run` per table, in turn.
 """
 from __future__ import annotations
 
@@ -175,3 +176,12 @@ def rel_err(a: Tensor, b: Tensor) -> float:
     """||a - b|| / ||b|| in fp64."""
     a, b = a.detach().to(F64), b.detach().to(F64)
     return float((a - b).norm() / b.norm().clamp_min(1e-300))
+
+
+def per_table(run):
+    """A stand-in for `inference.run_tables` that calls `run` (the engine's, or a test's stand-in for it)
+    on each table in turn."""
+    def run_tables(model, x_ctx, y_ctx, x_query, task, *args, **kwargs):
+        return [run(model, x, None if y_ctx is None else y_ctx[b], x_query[b], task, *args, **kwargs)
+                for b, x in enumerate(x_ctx)]
+    return run_tables

@@ -11,6 +11,11 @@ from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, RowDetail
 from feat_engine.views import MAX_LEVELS, TreeRows, fit_tree_view, fit_view
 
+try:
+    from .oracles import per_table
+except ImportError:
+    from oracles import per_table
+
 
 def nearest_row_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
     """A stand-in for the engine: each query gets the label of its nearest context row, exactly the row's
@@ -42,7 +47,7 @@ def test_blend_formulas_and_held_out_share():
 def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monkeypatch):
     """On a target of pure noise the nearest-row stand-in would score the held-out rows perfectly if their
     own labelled rows sat in the parts they read; held out, FEAT's loss is about twice the variance."""
-    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(4800, 3)), rng.normal(size=4800)
     reg = FEATRegressor(n_estimators=2, local_context=256, view="additive").fit(X, y)
@@ -59,7 +64,7 @@ def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monk
 def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch):
     """A target the additive view fits and the stand-in cannot (a sum over many features) takes the view;
     a ragged one-feature target that the nearest row reads and five spline knots cannot takes FEAT."""
-    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4800, 12))
     dense = X @ rng.normal(size=12)
@@ -79,7 +84,7 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
 def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k):
     """With a blend in force, a query's prediction is the weighted blend of the model's output and its
     view's, and does not depend on the other query rows."""
-    monkeypatch.setattr(est_mod, "run", nearest_row_run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4400, 4))
     t = X[:, 0] + np.sin(2 * X[:, 1])

@@ -23,6 +23,11 @@ from feat_engine.ensemble import plan_members
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import FEATDataWarning
 
+try:
+    from .oracles import per_table
+except ImportError:
+    from oracles import per_table
+
 from test_preprocess import mixed_table
 
 def data(n=80, d=4, seed=0):
@@ -82,7 +87,7 @@ def nearest_neighbour_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **
 
 @pytest.mark.parametrize("k, multiclass", [(2, "ovr"), (5, "head"), (5, "ovr"), (11, "ovr"), (30, "ovr")])
 def test_class_routing_with_an_oracle_engine(k, multiclass, monkeypatch):
-    monkeypatch.setattr(est_mod, "run", nearest_neighbour_run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_neighbour_run))
     rng = np.random.default_rng(k)
     centres = rng.normal(scale=10, size=(k, 3))
     y = np.repeat(np.arange(k), 4)

@@ -431,3 +431,36 @@ def test_a_query_alone_gets_the_same_numbers_as_in_a_batch(model, bf16):
                                 device="cpu").logits[:, :2] for i in range(0, 100, 33)])
     np.testing.assert_allclose(alone, full[::33], rtol=0, atol=1e-7)
     assert full.shape == (100, 2) and np.isfinite(full).all()
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_tables_read_as_one_batch_equal_each_table_alone(model, bf16):
+    """`run_tables` encodes B contexts of one shape as a batch and decodes each table's queries beside the others'
+    (shorter ones padded): each table gets its own `run`'s numbers, and the same bits whatever the other tables
+    hold or ask; its states go to the cache under a key that names the batch size."""
+    from feat_engine.inference import run_tables
+    from feat_engine.state_cache import StateCache
+    rng = np.random.default_rng(11)
+    ctxs = [rng.standard_normal((96, 5)).astype(np.float32) for _ in range(3)]
+    ys = [(c[:, 0] + c[:, 1] > 0).astype(np.float32) for c in ctxs]
+    qs = [rng.standard_normal((n, 5)).astype(np.float32) for n in (70, 3, 0)]
+    cfg = InferenceConfig(autocast_bf16=bf16, query_chunk=64)
+    res = run_tables(model, ctxs, ys, qs, "classification", 2, cfg=cfg, device="cpu")
+    for r, c, y, q in zip(res, ctxs, ys, qs):
+        alone = run(model, c, y, q, "classification", 2, cfg=cfg, device="cpu").logits
+        assert r.logits.shape == alone.shape == (len(q), 10)
+        np.testing.assert_allclose(r.logits[:, :2], alone[:, :2], rtol=0, atol=2e-2 if bf16 else 1e-5)
+    others = [ctxs[0], rng.standard_normal((96, 5)).astype(np.float32), ctxs[2]]
+    swapped = run_tables(model, others, [ys[0], ys[2], ys[2]], [qs[0], qs[1][:1], qs[0]], "classification", 2,
+                         cfg=cfg, device="cpu")
+    np.testing.assert_array_equal(swapped[0].logits, res[0].logits)
+    assert not np.allclose(swapped[1].logits[:, :2], res[1].logits[:1, :2])
+    cache = StateCache()
+    cached = [run_tables(model, ctxs, ys, qs, "regression", cfg=cfg, device="cpu", cache=cache) for _ in range(2)]
+    assert len(cache) == 3
+    for a, b in zip(*cached):
+        np.testing.assert_array_equal(a.pred, b.pred)
+    run(model, ctxs[0], ys[0], qs[0], "regression", cfg=cfg, device="cpu", cache=cache)
+    assert len(cache) == 4                                  # alone, the same context rounds differently: its own key
+    with pytest.raises(ValueError, match="as many query rows in every table"):
+        run_tables(model, ctxs, ys, qs, "classification", 2, cfg=cfg, device="cpu", want_attention=True)

@@ -20,6 +20,11 @@ from feat_engine.views import fit_additive_view, fit_tree_view, fit_view
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import PowerTransformer
 
+try:
+    from .oracles import per_table
+except ImportError:
+    from oracles import per_table
+
 
 def nominal_table(n=240, levels=12, seed=0):
     """A numeric column, a many-level nominal column whose level sets the target, a 2-level and
@@ -148,7 +153,7 @@ def recording_run(calls):
 
 def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(monkeypatch):
     calls = []
-    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(400, 3))
     y = 100 + 10 * (X[:, 0] + X[:, 1])
@@ -199,7 +204,7 @@ def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_miss
 
 def test_odd_members_read_the_quantile_view(monkeypatch):
     calls = []
-    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
     X = np.random.default_rng(2).lognormal(0, 1.5, size=(300, 3))
     reg = FEATRegressor(n_estimators=2, local_context=None, view=None).fit(X, np.log(X[:, 0]))
     reg.predict(X[:20])
@@ -265,7 +270,7 @@ def test_power_members_map_their_outputs_back_and_each_query_still_reads_alone(m
     def run(model, x_ctx, y_ctx, x_query, task, **kw):
         labels.append(np.array(y_ctx))
         return record(model, x_ctx, y_ctx, x_query, task, **kw)
-    monkeypatch.setattr(est_mod, "run", run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(run))
     X, target = lognormal_target()
     reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:300], target[:300])
     pred = reg.predict(X[300:])
@@ -345,7 +350,7 @@ def test_auto_reading_chooses_small_parts_where_the_target_is_local(monkeypatch)
         if progress is not None:
             progress(1, 1, "read")
         return RunResult(logits=None, pred=np.full(len(x_query), float(np.mean(y_ctx))), recon=None, attention=None)
-    monkeypatch.setattr(est_mod, "run", mean_run)
+    monkeypatch.setattr(est_mod, "run_tables", per_table(mean_run))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 2))
     seen = []
@@ -360,7 +365,7 @@ def test_auto_reading_chooses_small_parts_where_the_target_is_local(monkeypatch)
 
 
 def test_auto_reading_scores_classes_by_the_log_loss_of_the_true_class(monkeypatch):
-    monkeypatch.setattr(est_mod, "run", recording_run([]))
+    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run([])))
     X, y = nominal_table(n=240)
     labels = np.array(["a", "b", "c"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
     clf = FEATClassifier(n_estimators=1, random_state=0).fit(X, labels)
@@ -394,6 +399,42 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
         torch.set_num_threads(before)
     assert len(np.unique(est.members_[0].local.route(est.preprocessor_.transform(pd.DataFrame(X[600:]))))) > 2
     np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
+
+
+
+@pytest.mark.parametrize("Est", [FEATRegressor, FEATClassifier])
+def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch):
+    """Where a device reads several parts per engine run (`TABLES_PER_RUN`, a GPU's 32), a member's parts go to
+    `run_tables` in fixed batches of consecutive parts: the predictions of one part at a time, each query's
+    the same alone as among the others, and progress counted in batches."""
+    import feat_engine.inference as inf_mod
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(900, 4))
+    y = X[:, 0] + np.sin(3 * X[:, 1])
+    y = y if Est is FEATRegressor else (y > 0).astype(int)
+    sizes, got = [], {}
+    real = est_mod.run_tables
+
+    def counted(model, x_ctx, *args, **kwargs):
+        sizes.append(len(x_ctx))
+        return real(model, x_ctx, *args, **kwargs)
+    monkeypatch.setattr(est_mod, "run_tables", counted)
+    for per_run in (1, 3):
+        monkeypatch.setitem(inf_mod.TABLES_PER_RUN, "cpu", per_run)
+        said = []
+        est = Est(n_estimators=1, local_context=64, precision="fp32",
+                  progress=lambda d, t, m: said.append((d / t, m))).fit(X[:800], y[:800])
+        f = est.predict if Est is FEATRegressor else est.predict_proba
+        sizes.clear()
+        got[per_run] = f(X[800:])
+        assert said[-1][0] == 1.0 and [f for f, _ in said] == sorted(f for f, _ in said)
+        n_parts = len(est.members_[0].local.parts)
+        assert set(sizes) == {1} if per_run == 1 else 3 in sizes and set(sizes) <= {3, n_parts % 3}
+        if per_run == 3:
+            assert any("batch of parts" in m for _, m in said)
+            np.testing.assert_allclose(np.concatenate([f(X[800 + i:801 + i]) for i in (0, 50, 99)]),
+                                       got[3][[0, 50, 99]], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got[3], got[1], rtol=1e-5, atol=1e-5)
 
 
 def _hand_basis(x: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -530,7 +571,7 @@ def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
     """With the view on, each run reads the member's features and one more column, the view, with
     column identities for that width; a dense linear target is predicted far better with it."""
     calls = []
-    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(4)
     X = rng.normal(size=(200, 30))
     y = X @ rng.normal(size=30)
@@ -556,7 +597,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     import feat_engine.run_inputs as ri_mod
 
     calls = []
-    monkeypatch.setattr(est_mod, "run", recording_run(calls))
+    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(6)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
     X["shop"] = rng.choice([f"s{i}" for i in range(12)], 300)
