@@ -401,7 +401,6 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
     np.testing.assert_allclose(got[2], got[1], rtol=1e-5, atol=1e-5)
 
 
-
 @pytest.mark.parametrize("Est", [FEATRegressor, FEATClassifier])
 def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch):
     """Where a device reads several parts per engine run (`TABLES_PER_RUN`, a GPU's 32), a member's parts go to
@@ -427,7 +426,7 @@ def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch
         f = est.predict if Est is FEATRegressor else est.predict_proba
         sizes.clear()
         got[per_run] = f(X[800:])
-        assert said[-1][0] == 1.0 and [f for f, _ in said] == sorted(f for f, _ in said)
+        assert said[-1][0] == 1.0 and [frac for frac, _ in said] == sorted(frac for frac, _ in said)
         n_parts = len(est.members_[0].local.parts)
         assert set(sizes) == {1} if per_run == 1 else 3 in sizes and set(sizes) <= {3, n_parts % 3}
         if per_run == 3:
