@@ -134,7 +134,9 @@ def test_training_on_the_gpu_resumes_on_the_cpu(tmp_path, monkeypatch):
 def test_engine_and_estimator_on_cuda_match_the_cpu(need_cuda):
     """The shipped weights on a random 6,000-row table (the chunked scan over many chunks, several row chunks):
     `inference.run` on CUDA in fp32 (mamba-ssm's kernel) against the CPU's fp32 run, CUDA in bf16 within bf16
-    round-off, and a fitted `FEATRegressor` (views, blend, members) predicting the same on either device."""
+    round-off, and a fitted `FEATRegressor` (views, blend, members) predicting the same on either device: on CUDA
+    each member's local parts of its 3,000-row context run as one batch of tables (`inference.run_tables`), on the
+    CPU one part at a time."""
     import numpy as np
 
     from feat_engine import FEATRegressor, InferenceConfig
