@@ -451,7 +451,8 @@ def test_tables_read_as_one_batch_equal_each_table_alone(model, bf16):
         assert r.logits.shape == alone.shape == (len(q), 10)
         np.testing.assert_allclose(r.logits[:, :2], alone[:, :2], rtol=0, atol=2e-2 if bf16 else 1e-5)
     others = [ctxs[0], rng.standard_normal((96, 5)).astype(np.float32), ctxs[2]]
-    swapped = run_tables(model, others, [ys[0], ys[2], ys[2]], [qs[0], qs[1][:1], qs[0]], "classification", 2,
+    longer = rng.standard_normal((200, 5)).astype(np.float32)     # a partner asking more rows pads table 0 further
+    swapped = run_tables(model, others, [ys[0], ys[2], ys[2]], [qs[0], qs[1][:1], longer], "classification", 2,
                          cfg=cfg, device="cpu")
     np.testing.assert_array_equal(swapped[0].logits, res[0].logits)
     assert not np.allclose(swapped[1].logits[:, :2], res[1].logits[:1, :2])
