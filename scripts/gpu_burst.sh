@@ -71,7 +71,7 @@ timeout $(( $(left) - 240 > 150 ? 150 : ($(left) - 240 > 60 ? $(left) - 240 : 60
     --sizes 100000,1000000 --feat-time-limit 100 --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"   # each result as it comes
 cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
 say "end to end again with one local part per engine run (the CPU's setting), against the GPU's batches above"
-timeout $(( $(left) - 240 > 150 ? 150 : 60 )) python3 bench/scaling.py --device cuda --variants feat_e2e \
+timeout $(( $(left) - 200 > 150 ? 150 : ($(left) - 200 > 60 ? $(left) - 200 : 60) )) python3 bench/scaling.py --device cuda --variants feat_e2e \
     --sizes 100000,1000000 --tables-per-run 1 --feat-time-limit 90 --no-write --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"
 fi
 
