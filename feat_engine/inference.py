@@ -14,7 +14,7 @@ import platform
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -108,31 +108,11 @@ def _autocast(device: torch.device, enabled: bool):
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-@torch.no_grad()
-def run(
-    model: FEAT,
-    x_ctx: np.ndarray | Tensor,
-    y_ctx: np.ndarray | Tensor | None,
-    x_query: np.ndarray | Tensor | None,
-    task: str | None,
-    n_classes: int | None = None,
-    column_ids: Tensor | None = None,
-    cfg: InferenceConfig = InferenceConfig(),
-    device: str | torch.device = "auto",
-    want_recon: bool = False,
-    want_attention: bool = False,
-    progress: Progress | None = None,
-    cache: StateCache | None = None,
-) -> RunResult:
-    """Predict one table: (N, D) context (+ labels), then (M, D) query rows.
-
-    x values are preprocessed floats with NaN for missing cells. `y_ctx` holds class
-    indices or standardised targets; None makes every row unlabelled context (imputation).
-    With a `cache`, a run that wants only the task heads takes the context's states from it
-    when it holds them (the same numbers, bit for bit) and leaves them there otherwise.
-    """
-    return run_tables(model, [x_ctx], None if y_ctx is None else [y_ctx], [x_query], task, n_classes, column_ids,
-                      cfg, device, want_recon, want_attention, progress, cache)[0]
+def run(model: FEAT, x_ctx: np.ndarray | Tensor, y_ctx: np.ndarray | Tensor | None,
+        x_query: np.ndarray | Tensor | None, task: str | None, *args: Any, **kwargs: Any) -> RunResult:
+    """Predict one table: (N, D) context (+ labels), then (M, D) query rows; the other arguments and
+    what they mean are `run_tables`'."""
+    return run_tables(model, [x_ctx], None if y_ctx is None else [y_ctx], [x_query], task, *args, **kwargs)[0]
 
 
 @torch.no_grad()
@@ -151,12 +131,17 @@ def run_tables(
     progress: Progress | None = None,
     cache: StateCache | None = None,
 ) -> list[RunResult]:
-    """`run` for B tables whose contexts have one shape (N, D), read with the same column identities:
-    their contexts are encoded as one batch (B, N, D) and their query rows decoded side by side (each
-    table's padded with zero rows to the longest), so that one engine run does the work of B (what a GPU
-    needs to be busy: `tables_per_run`). A table's results are those of its own `run`, to rounding, and
-    the same bit for bit whatever the other tables hold; its cached states are kept under a key that
-    names B, since other batch sizes round differently."""
+    """Predict B tables whose (N, D) contexts (+ labels) have one shape and are read with the same column
+    identities, each with its own (M_b, D) query rows (`run` is B = 1).
+
+    x values are preprocessed floats with NaN for missing cells. `y_ctx` holds class indices or
+    standardised targets; None makes every row unlabelled context (imputation). The contexts are encoded
+    as one batch (B, N, D) and the query rows decoded side by side (each table's padded with zero rows to
+    the longest), so that one engine run does the work of B (what a GPU needs to be busy:
+    `tables_per_run`). A table's results are those of its own `run`, to rounding, and the same bit for bit
+    whatever the other tables hold. With a `cache`, a run that wants only the task heads takes each
+    context's states from it when it holds them all (the same numbers, bit for bit) and leaves them there
+    otherwise, under keys that name B, since other batch sizes round differently."""
     dev = resolve_device(device)
     model = model.to(dev).eval()
     xs = torch.stack([_floats(x) for x in x_ctx])
