@@ -70,10 +70,12 @@ MEMBER_BUDGET_CELLS = 2_000_000
 DEFAULT_MAX_CONTEXT = 50_000
 
 
-def default_members(n_rows: int, n_features: int) -> int:
+def default_members(n_rows: int, n_features: int, n_classes: int = 0) -> int:
     """The Predict view's default ensemble size: the estimators' 4 members while together they read at most
-    MEMBER_BUDGET_CELLS context cells, fewer on larger tables (at least 1), since each member reads every row."""
-    cells = max(n_rows, 1) * (n_features + 1)
+    MEMBER_BUDGET_CELLS context cells, fewer on larger tables (at least 1), since each member reads every row,
+    once per class where a target of more than two classes is read one class against the rest."""
+    runs = n_classes if n_classes > 2 else 1
+    cells = max(n_rows, 1) * (n_features + 1) * runs
     return int(min(4, max(1, MEMBER_BUDGET_CELLS // cells)))
 
 

@@ -268,15 +268,20 @@ def test_arithmetic_choice_reaches_the_estimator():
 
 
 def test_members_default_to_four_and_fewer_on_a_large_table(monkeypatch):
-    """Each member reads every row, so the Predict view starts large tables with fewer members; a new
-    table gets its own default (here with the budget made small enough that 120 rows are large)."""
+    """Each member reads every row (once per class for a target of more than two classes), so the Predict view
+    starts large tables with fewer members; a new table gets its own default (here with the budget made small
+    enough that 120 rows of a three-class target are large, which they would not be without the classes)."""
     from app import engine
     from app.engine import MEMBER_BUDGET_CELLS, default_members
 
     assert default_members(120, 5) == 4 and default_members(0, 3) == 4
     assert default_members(75_000, 20) == 1
     assert default_members(MEMBER_BUDGET_CELLS // 2 // 21, 20) == 2
-    monkeypatch.setattr(engine, "MEMBER_BUDGET_CELLS", 1_000)     # 120 rows x (6 features + 1) = 840 cells
+    # one-vs-rest reads every row once per class: ten classes cost a member ten times the cells, two classes once
+    assert default_members(5_000, 12, 10) == 3 and default_members(5_000, 12, 2) == 4
+    assert default_members(8_000, 16, 26) == 1
+    # 120 rows x (6 features + 1) x 3 cultivars (read one against the rest) = 2,520 cells; 30 rows 630
+    monkeypatch.setattr(engine, "MEMBER_BUDGET_CELLS", 3_000)
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/predict.py").run()

@@ -40,7 +40,8 @@ if X_all.shape[1] == 0:
 n_missing_y = int(y_all.isna().sum())
 st.caption(f"{X_all.shape[1]} features, {len(y_all) - n_missing_y:,} labelled rows, {n_missing_y:,} rows with the target missing.")
 
-members = engine.default_members(len(y_all) - n_missing_y, X_all.shape[1])
+n_classes = int(y_all.nunique()) if task == "classification" else 0
+members = engine.default_members(len(y_all) - n_missing_y, X_all.shape[1], n_classes)
 if st.session_state.get("pred_nest_default") != (ds["digest"], members):   # a new table: its own default
     st.session_state["pred_nest"], st.session_state["pred_nest_default"] = members, (ds["digest"], members)
 with st.form("predict_form"):
@@ -49,8 +50,9 @@ with st.form("predict_form"):
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="pred_seed")
     n_est = f3.number_input("FEAT ensemble members", 1, 16, step=1, key="pred_nest",
                             help="Averaged over row orders, feature shuffles and column-identity draws. Each member "
-                                 "reads every row: the default is 4, fewer on large tables so that the first "
-                                 f"answer comes within about a minute ({members} on this one).")
+                                 "reads every row (once per class, where more than two are read one against the rest): "
+                                 "the default is 4, fewer on large tables so that the first answer comes within "
+                                 f"about a minute ({members} on this one).")
     max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, engine.DEFAULT_MAX_CONTEXT, 1000,
                               key="pred_maxctx",
                               help="FEAT reads at most this many labelled rows, a random subset of them. Past about "
