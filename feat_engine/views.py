@@ -11,7 +11,9 @@ fitted, and the run reads the one whose out-of-fold predictions of the context's
 
 - the additive view: ridge for a numeric target, logistic regression (its logit) for the 0/1 label of
   a binary run, over each standardised feature (missing cells at the mean, 0) and its cubic B-splines
-  with knots at the context's quantiles;
+  with knots at the context's quantiles, or over the features alone (straight lines) where that loses
+  less out of fold; on a table so wide that the splines would make more than MAX_BASIS columns, over
+  the features alone;
 - the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
   as they are, the standardised values before the clip (`RowDetail`: the trees split on order, and the clip
   merges a long tail into one value), and nominal columns of at most MAX_LEVELS levels read as the native
@@ -28,11 +30,13 @@ depends on that query alone. The column is standardised on the context.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
 
 import numpy as np
+from scipy.linalg import LinAlgWarning
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
@@ -47,12 +51,14 @@ FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the f
 MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree view's native categories
 STOP_ROWS = 10_000  # the tree view stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
+MAX_BASIS = 2_048   # columns of the additive view's design at most with the splines (256 features); past it, none
 
 
-def basis(splines: SplineTransformer, x: np.ndarray) -> np.ndarray:
-    """Each column (missing cells at the mean, 0) and its B-splines (`splines`, fitted on the context)."""
+def basis(splines: SplineTransformer | None, x: np.ndarray) -> np.ndarray:
+    """Each column (missing cells at the mean, 0) and its B-splines (`splines`, fitted on the context; None:
+    the columns alone)."""
     x = np.nan_to_num(x)
-    return np.hstack([x, splines.transform(x)])
+    return x if splines is None else np.hstack([x, splines.transform(x)])
 
 
 def _score(model: Any, design: np.ndarray) -> np.ndarray:
@@ -141,7 +147,9 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
     def fitted(rows: np.ndarray):
         if len(rows) > FIT_ROWS:
             rows = rng.choice(rows, FIT_ROWS, replace=False)
-        return make_model().fit(design[rows], y[rows])
+        with warnings.catch_warnings():     # a Newton solver that meets a singular Hessian says so and goes on with
+            warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
+            return make_model().fit(design[rows], y[rows])
 
     s = np.empty(len(design))
     for train, held in folds.split(design, y):
@@ -154,13 +162,26 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
 
 
 def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> View | None:
-    """The additive view of the standardised (N, D) context with labels y_ctx (module docstring)."""
+    """The additive view of the standardised (N, D) context with labels y_ctx (module docstring): each feature's
+    effect a cubic spline, or a straight line where the splines' out-of-fold loss is higher."""
+    # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
+    # MAX_BASIS columns (a wide table's features alone), where a Cholesky factor is too large
+    wide = x_ctx.shape[1] > MAX_BASIS
+    make = (lambda: LogisticRegression(solver="lbfgs" if wide else "newton-cholesky", max_iter=1000)) \
+        if classification else Ridge
+    fit = partial(_cross_fitted, "additive", y=y_ctx, classification=classification, make_model=make, seed=seed)
+    fits = []
     # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
-    # context's features, never its labels
-    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear").fit(np.nan_to_num(x_ctx))
-    # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short
-    make = (lambda: LogisticRegression(solver="newton-cholesky", max_iter=1000)) if classification else Ridge
-    return _cross_fitted("additive", basis(splines, x_ctx), partial(basis, splines), y_ctx, classification, make, seed)
+    # context's features, never its labels. Each feature brings KNOTS + 2 of them, so on a wide table the spline
+    # columns outnumber the rows and the Newton steps cost the cube of the columns (134 s and 3.5 GB at 2,000
+    # features): past MAX_BASIS columns the features enter alone (docs/design.md, "The views")
+    if x_ctx.shape[1] * (1 + KNOTS + 2) <= MAX_BASIS:
+        splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear")
+        splines = splines.fit(np.nan_to_num(x_ctx))
+        fits.append(fit(design=basis(splines, x_ctx), transform=partial(basis, splines)))
+    # the straight lines alone, where the splines' columns fit noise more than they follow curves
+    fits.append(fit(design=basis(None, x_ctx), transform=partial(basis, None)))
+    return min((v for v in fits if v is not None), key=lambda v: v.loss, default=None)
 
 
 def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,

@@ -436,10 +436,13 @@ def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch
     np.testing.assert_allclose(got[3], got[1], rtol=1e-5, atol=1e-5)
 
 
-def _hand_basis(x: np.ndarray, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each column and its cubic B-splines with 5 knots at the context's quantiles, written out with scikit-learn."""
+def _hand_basis(x: np.ndarray, xq: np.ndarray, splines: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Each column and its cubic B-splines with 5 knots at the context's quantiles, written out with scikit-learn
+    (`splines` False: the columns alone)."""
     from sklearn.preprocessing import SplineTransformer
 
+    if not splines:
+        return x, xq
     s = SplineTransformer(n_knots=5, degree=3, knots="quantile", extrapolation="linear").fit(x)
     return np.c_[x, s.transform(x)], np.c_[xq, s.transform(xq)]
 
@@ -450,28 +453,41 @@ def _view(x, y, xq, classification, seed):
     return None if v is None else (v.context, v.queries(xq))
 
 
-def test_additive_view_is_cross_fitted_and_a_query_reads_the_whole_context_model():
-    """The context column holds each row's prediction by the ridge (over each feature and its B-splines) fitted
-    on the other folds, the query column the ridge fitted on every context row, both standardised with the
-    context column's statistics; a query's value depends on that query alone."""
+def _hand_ridge_view(x, y, xq, seed, splines):
+    """(out-of-fold mean squared error, standardised context column, standardised query column) of ridge on the
+    hand-written basis, cross-fitted as the view is."""
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold
 
     from feat_engine.views import FOLDS
 
+    b, bq = _hand_basis(np.nan_to_num(x), xq, splines)
+    oof = np.empty(len(y))
+    for tr, va in KFold(FOLDS, shuffle=True, random_state=seed).split(b):
+        oof[va] = Ridge().fit(b[tr], y[tr]).predict(b[va])
+    full = Ridge().fit(b, y).predict(bq)
+    own = Ridge().fit(b, y).predict(b)
+    return np.mean((oof - y) ** 2), (oof - oof.mean()) / oof.std(), (full - oof.mean()) / oof.std(), \
+        (own - oof.mean()) / oof.std()
+
+
+@pytest.mark.parametrize("curved", [True, False])
+def test_additive_view_is_cross_fitted_and_a_query_reads_the_whole_context_model(curved):
+    """The context column holds each row's prediction by the ridge fitted on the other folds, the query column
+    the ridge fitted on every context row, both standardised with the context column's statistics, over each
+    feature and its B-splines or over the features alone, whichever loses less out of fold: the splines where
+    an effect is curved, the straight lines where the effects are; a query's value depends on that query alone."""
     rng = np.random.default_rng(0)
     x, xq = rng.normal(size=(60, 4)), rng.normal(size=(7, 4))
     x[3, 1] = np.nan                                                  # missing cells read as the mean, 0
-    y = x[:, 0] - 2 * np.nan_to_num(x[:, 1]) + 0.1 * rng.normal(size=60)
+    y = (x[:, 0] ** 2 if curved else x[:, 0]) - 2 * np.nan_to_num(x[:, 1]) + 0.1 * rng.normal(size=60)
     c, q = _view(x, y, xq, classification=False, seed=3)
-    b, bq = _hand_basis(np.nan_to_num(x), xq)
-    oof = np.empty(60)
-    for tr, va in KFold(FOLDS, shuffle=True, random_state=3).split(b):
-        oof[va] = Ridge().fit(b[tr], y[tr]).predict(b[va])
-    full = Ridge().fit(b, y).predict(bq)
-    np.testing.assert_allclose(c, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(q, (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    assert not np.allclose(c, (Ridge().fit(b, y).predict(b) - oof.mean()) / oof.std(), atol=1e-3)  # no own label
+    hand = {splines: _hand_ridge_view(x, y, xq, 3, splines) for splines in (True, False)}
+    chosen = min(hand, key=lambda k: hand[k][0])
+    assert chosen == curved
+    np.testing.assert_allclose(c, hand[chosen][1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(q, hand[chosen][2], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(c, hand[chosen][3], atol=1e-3)            # no row reads its own label
     np.testing.assert_allclose(_view(x, y, xq[2:3], False, 3)[1], q[2:3], rtol=1e-6)
 
 
@@ -488,6 +504,28 @@ def test_additive_view_reads_curved_effects_and_heavy_tails_that_a_line_misses()
     assert np.corrcoef(straight, y)[0, 1] < 0.8                        # what a line through the same columns reads
 
 
+def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
+    """Past MAX_BASIS design columns the splines are not fitted at all: the features enter alone, through lbfgs
+    for a binary run (a Cholesky factor of so many columns is too large); many small linear effects on few rows
+    are read better by the lines than by the splines that fit noise."""
+    import feat_engine.views as lv
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import SplineTransformer
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 40))
+    y = x @ rng.normal(size=40) / np.sqrt(40) + 0.3 * rng.normal(size=300)
+    v = fit_additive_view(x, y, False, 0)                              # 40 x 8 = 320 columns: both candidates
+    assert v.design(x[:2]).shape == (2, 40)                            # the lines lose less on 300 rows
+    fitted, solvers = [], []
+    monkeypatch.setattr(lv, "MAX_BASIS", 39)
+    monkeypatch.setattr(SplineTransformer, "fit", lambda self, *a, **k: fitted.append(1) or self)
+    real = LogisticRegression.fit
+    monkeypatch.setattr(LogisticRegression, "fit", lambda self, *a, **k: (solvers.append(self.solver), real(self, *a, **k))[1])
+    w = fit_additive_view(x, (y > 0).astype(int), True, 0)
+    assert not fitted and set(solvers) == {"lbfgs"} and w.design(x[:2]).shape == (2, 40)
+
+
 def test_view_fits_read_at_most_fit_rows(monkeypatch):
     """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value."""
     import feat_engine.views as lv
@@ -500,7 +538,7 @@ def test_view_fits_read_at_most_fit_rows(monkeypatch):
     rng = np.random.default_rng(2)
     x = rng.normal(size=(100, 2))
     c, q = _view(x, x[:, 0], x[:4], classification=False, seed=0)
-    assert seen == [30] * (lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
+    assert seen == [30] * 2 * (lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()   # splines, then lines
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
 
 
@@ -511,9 +549,9 @@ def test_additive_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_b
     x = rng.normal(size=(80, 3))
     y = (x[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
     c, q = _view(x, y, x[:5], classification=True, seed=0)
-    b, bq = _hand_basis(x, x[:5])
-    logit = LogisticRegression(max_iter=1000).fit(b, y).decision_function(bq)
-    assert np.corrcoef(q, logit)[0, 1] > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.8
+    logits = [LogisticRegression(max_iter=1000).fit(b, y).decision_function(bq)
+              for b, bq in (_hand_basis(x, x[:5], splines) for splines in (True, False))]
+    assert max(np.corrcoef(q, lg)[0, 1] for lg in logits) > 0.999 and np.corrcoef(c, x[:, 0])[0, 1] > 0.8
     assert _view(x, np.arange(80) % 3, x[:5], True, 0) is None          # three classes: no single target
     assert _view(x, (np.arange(80) == 0).astype(int), x[:5], True, 0) is None   # one row of a class
     assert _view(x[:9], x[:9, 0], x[:5], False, 0) is None               # too few rows for five folds
