@@ -25,6 +25,8 @@ PHASES=,${2:-tests,train},            # which phases run, of scaling,tests,train
 want() { [[ $PHASES == *,$1,* ]]; }
 T0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
+# seconds a step may take: what is left less `reserve` ($1), at most `most` ($2), at least `least` ($3)
+allow() { local t=$(( $(left) - $1 )); (( t > $2 )) && t=$2; (( t < $3 )) && t=$3; echo $t; }
 LOG=$OUT/log.txt
 say() { echo "== $(date -u +%T) [$(left) s left] $*" | tee -a "$LOG"; }
 export PYTHONUNBUFFERED=1
@@ -42,15 +44,15 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'sklearn', sklea
 
 if want scaling; then        # first and alone, so that its timings share the machine with nothing
 say "scaling on the GPU"
-timeout $(( $(left) - 200 > 200 ? 200 : ($(left) - 200 > 60 ? $(left) - 200 : 60) )) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
+timeout $(allow 200 200 60) python3 bench/scaling.py --device cuda --variants feat,feat_e2e \
     --sizes 100000,1000000 --feat-time-limit 120 --log "$OUT/scaling.jsonl" 2>&1 | tee -a "$LOG"   # each result as it comes
 cp docs/benchmarks.md docs/scaling-cuda.png docs/scaling-e2e-cuda.png "$OUT"/ 2>>"$LOG"
 fi
 
 if want tests; then          # alone, before the training: beside a burst they ran out of time (docs/benchmarks.md, "On a GPU")
 say "tests marked cuda, and mamba's kernel against the PyTorch scan: $OUT/tests.txt"
-( timeout $(( $(left) - 60 > 300 ? 300 : $(left) - 60 )) python3 -m pytest -m cuda tests/test_cuda.py -rA -q -p no:cacheprovider
-  timeout $(( $(left) - 10 > 120 ? 120 : ($(left) - 10 > 1 ? $(left) - 10 : 1) )) python3 - <<'EOF'
+( timeout $(allow 60 300 1) python3 -m pytest -m cuda tests/test_cuda.py -rA -q -p no:cacheprovider
+  timeout $(allow 10 120 1) python3 - <<'EOF'
 import torch
 from feat_engine.config import ModelConfig
 from feat_engine.model.afbm import AFBM
@@ -71,7 +73,7 @@ EOF
 ) > "$OUT/tests.txt" 2>&1
 fi
 
-want train || { wait; say "done"; exit 0; }
+want train || { say "done"; exit 0; }
 
 # Stage-4 bursts from the shipped weights (or from .gpu/last-<scan>.pt, a previous call's last.pt), one per scan in
 # $SCANS, all at once on the same batch stream (same seed and start step): "mamba" runs mamba-ssm's Triton kernel,
