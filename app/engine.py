@@ -115,10 +115,10 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
 
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
-    """FEAT's attention and dependence matrices with mutual information, Pearson and Spearman in the same
-    labels and order. value: dict(FEAT= (attention), "FEAT dependence"=, "Mutual information"=, Pearson=,
-    Spearman=) of square DataFrames."""
-    steps = StepCounter(progress, 2)           # one bar over both FEAT matrices
+    """FEAT's attention, dependence and edge matrices with mutual information, Pearson and Spearman in the
+    same labels and order. value: dict(FEAT= (attention), "FEAT dependence"=, "FEAT edges"=, "Mutual
+    information"=, Pearson=, Spearman=) of square DataFrames."""
+    steps = StepCounter(progress, 3)           # one bar over the three FEAT matrices
 
     def call(fn, progress: Progress | None = None) -> pd.DataFrame:
         kw = _kwargs(params or {}, progress)
@@ -130,6 +130,7 @@ def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
         return {
             "FEAT": a,
             "FEAT dependence": call(fe.dependence_matrix, steps.callback("dependence")).reindex(index=labels, columns=labels),
+            "FEAT edges": call(fe.edge_matrix, steps.callback("edges")).reindex(index=labels, columns=labels),
             "Mutual information": call(fe.mutual_information_matrix).reindex(index=labels, columns=labels),
             "Pearson": fe.pearson_matrix(X, target=target).reindex(index=labels, columns=labels),
             "Spearman": fe.spearman_matrix(X, target=target).reindex(index=labels, columns=labels),
@@ -142,8 +143,8 @@ def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
 
 def model_info() -> dict:
     """What the sidebar shows (checkpoint name, parameters, file size, device, card), plus
-    the loaded model and the estimator arguments that make the estimators use it."""
-    from feat_engine.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+    the loaded model, its edge head, and the estimator arguments that make the estimators use it."""
+    from feat_engine.checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_checkpoint, load_edge_head
     from feat_engine.inference import resolve_device
     path = Path(DEFAULT_CHECKPOINT)
     model, meta = load_checkpoint(path)
@@ -159,6 +160,7 @@ def model_info() -> dict:
         "card": card_text,
         "meta": meta,
         "model": model,
+        "edge_head": load_edge_head(edge_head_path(path), path)[0],
         "estimator_args": {"checkpoint": model, "max_features": _max_features(meta)},
     }
 

@@ -9,9 +9,10 @@ from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
 PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
-FEAT_COLOR, DEPENDENCE_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
-    "#2a6f97", "#6a4c93", "#d4a017", "#e76f51", "#8ab17d")
-METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR, "Mutual information": MI_COLOR,
+FEAT_COLOR, DEPENDENCE_COLOR, EDGES_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
+    "#2a6f97", "#6a4c93", "#1b998b", "#d4a017", "#e76f51", "#8ab17d")
+METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR, "FEAT edges": EDGES_COLOR,
+                 "Mutual information": MI_COLOR,
                  "Pearson": PEARSON_COLOR, "Spearman": SPEARMAN_COLOR}
 
 
@@ -139,9 +140,10 @@ def graph_layout(g: nx.Graph, seed: int = 0, gap: float = NODE_GAP, rounds: int 
 
 
 def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int = 0,
-                     height: int = 520, direction_note: str = "") -> tuple[go.Figure, nx.DiGraph]:
+                     height: int = 520, direction_note: str = "", directed: bool = True) -> tuple[go.Figure, nx.DiGraph]:
     """All columns laid out by `graph_layout` (no two nodes overlap), edges drawn as Plotly
-    arrows (width by weight), nodes coloured by their relation to the target (the target is a star)."""
+    arrows (width by weight; plain lines when not `directed`), nodes coloured by their relation to the
+    target (the target is a star)."""
     g = nx.DiGraph()
     g.add_nodes_from(a.index)
     for s, t, w in edges:
@@ -157,7 +159,7 @@ def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int
         ex += [x0, x1, None]
         ey += [y0, y1, None]
         fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, arrowsize=1.2, standoff=9,
+                           showarrow=True, arrowhead=2 if directed else 0, arrowsize=1.2, standoff=9,
                            arrowwidth=0.6 + 3.0 * w / wmax, arrowcolor="rgba(80,80,80,0.55)", text="")
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(width=0.5, color="rgba(0,0,0,0)"),
                              hoverinfo="skip", showlegend=False, name="edges"))

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from feat_engine.checkpoint import read_checkpoint  # noqa: E402
+from feat_engine.checkpoint import edge_head_path, load_edge_head, read_checkpoint  # noqa: E402
 from feat_engine.config import ModelConfig  # noqa: E402
 from feat_engine.model import FEAT  # noqa: E402
 
@@ -151,12 +151,25 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"Mean ROC-AUC {scores.get('mean_auc', float('nan')):.3f}, mean R² {scores.get('mean_r2', float('nan')):.3f}.",
     ]
+    head_file = edge_head_path(a.checkpoint)
+    if head_file.is_file():
+        parts += ["", *edge_head_lines(head_file, a.checkpoint)]
     if a.bar:
         bar = json.loads(Path(a.bar).read_text())
         parts += ["", "## Quality on the development tables", f"Command: `{a.bar_command}`", "", bar.get("markdown", "```\n" + json.dumps(bar, indent=1) + "\n```")]
     parts += ["", f"_Card written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `python bench/model_card.py`._", ""]
     Path(a.out).write_text("\n".join(parts))
     print(f"wrote {a.out} and {curve}")
+
+
+def edge_head_lines(path: Path, checkpoint: str) -> list[str]:
+    """The card's section on the edge head beside the checkpoint."""
+    head, meta = load_edge_head(path, checkpoint)
+    return ["## Edge head",
+            f"- `{path.name}`: {sum(t.numel() for t in head.parameters()):,} parameters in half precision, read by "
+            f"`feat_engine.edge_matrix`. It reads the frozen backbone's column tokens at depths {meta.get('depths')} "
+            f"and was trained on the causal graphs of {meta.get('tables', 0):,} prior tables, {meta.get('epochs')} "
+            f"epochs; {meta.get('trained', '')}."]
 
 
 if __name__ == "__main__":

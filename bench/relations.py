@@ -14,6 +14,8 @@ skipped), then averaged.
 Methods:
   feat      feat_engine.relation_matrix (feature-axis attention; default n_estimators=2, 1,024 rows)
   feat-dependence  feat_engine.dependence_matrix (masking sensitivity; its defaults: 1,024 rows, 128 queries)
+  feat-edges  feat_engine.edge_matrix (the edge head on FEAT's column tokens; its defaults: 2 members of 1,024
+            rows). The head was trained on prior tables of seeds 910,000,000 + ..., far from these.
   pearson   |Pearson| (pandas, pairwise-complete)
   spearman  |Spearman|
   mi        feat_engine.mutual_information_matrix (scikit-learn's mutual_info_regression of each feature
@@ -30,35 +32,64 @@ import argparse
 import time
 import traceback
 from collections import defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 import common as C
 
-METHODS = ["feat", "feat-dependence", "pearson", "spearman", "mi"]
-LABEL = {"feat": "FEAT relation_matrix", "feat-dependence": "FEAT dependence_matrix", "pearson": "abs(Pearson)", "spearman": "abs(Spearman)", "mi": "mutual information"}
+METHODS = ["feat", "feat-dependence", "feat-edges", "pearson", "spearman", "mi"]
+LABEL = {"feat": "FEAT relation_matrix", "feat-dependence": "FEAT dependence_matrix", "feat-edges": "FEAT edge_matrix", "pearson": "abs(Pearson)", "spearman": "abs(Spearman)", "mi": "mutual information"}
 SEED0 = 555_000_000
 
 
-def table(i: int, d: int, rows: int, missing: float):
-    """Held-out table i of size d; seed 555,000,000 + 1000 d + i."""
+def table(i: int, d: int, rows: int, missing: float, graphs: str = "prior"):
+    """Held-out table i of size d; seed 555,000,000 + 1000 d + i (+ 500 for --graphs er)."""
     from feat_engine.prior.scm import sample_scm
 
+    if graphs == "er":
+        return er_table(np.random.default_rng(SEED0 + 1000 * d + 500 + i), rows, d)
     rng = np.random.default_rng(SEED0 + 1000 * d + i)
     return sample_scm(rng, rows, d, "regression", p_missing=missing)
+
+
+MECHANISMS = {"linear": lambda u: u, "square": lambda u: u ** 2, "sine": lambda u: np.sin(2 * u),
+              "abs": np.abs, "step": lambda u: np.sign(u)}
+
+
+def er_table(rng: np.random.Generator, rows: int, d: int) -> SimpleNamespace:
+    """A probe outside the engine's prior: an Erdős–Rényi DAG (each ordered pair an edge with probability
+    2 / (d - 1), every node observed), each node a random mechanism (linear, square, sine, abs or step) of a
+    random linear mix of its parents plus uniform, Laplace or Gaussian noise at a random scale."""
+    edges = np.triu(rng.uniform(size=(d, d)) < 2.0 / max(d - 1, 1), 1)
+    X = np.zeros((rows, d))
+    names = list(MECHANISMS)
+    for j in range(d):
+        noise = [rng.uniform(-1, 1, rows), rng.laplace(0, 1, rows), rng.normal(0, 1, rows)][rng.integers(3)]
+        pa = np.flatnonzero(edges[:, j])
+        if len(pa):
+            u = X[:, pa] @ (rng.choice([-1, 1], len(pa)) * rng.uniform(0.5, 1.5, len(pa)))
+            f = MECHANISMS[names[rng.integers(len(names))]](u / (u.std() + 1e-12))
+            X[:, j] = f / (f.std() + 1e-12) + rng.uniform(0.2, 1.0) * noise
+        else:
+            X[:, j] = noise
+    perm = rng.permutation(d)                        # no column order that follows the graph
+    return SimpleNamespace(X=X[:, perm], edges=edges[np.ix_(perm, perm)], mechanism="er")
 
 
 def scores(method: str, X: pd.DataFrame, args) -> np.ndarray:
     if method in ("pearson", "spearman"):
         return X.corr(method=method).abs().fillna(0.0).to_numpy()
-    from feat_engine import dependence_matrix, mutual_information_matrix, relation_matrix
+    from feat_engine import dependence_matrix, edge_matrix, mutual_information_matrix, relation_matrix
 
     if method == "feat":
         R = relation_matrix(X, n_estimators=args.n_estimators, max_rows=args.max_rows_feat, random_state=C.SEED,
                             device=args.device, checkpoint=args.checkpoint)
     elif method == "feat-dependence":
         R = dependence_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+    elif method == "feat-edges":
+        R = edge_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
     elif method == "mi":
         R = mutual_information_matrix(X, random_state=C.SEED)
     else:
@@ -82,7 +113,7 @@ def run(args, methods: list[str]) -> list[dict]:
     recs = []
     for d in args.sizes:
         for i in range(args.tables):
-            t = table(i, d, args.rows, args.missing)
+            t = table(i, d, args.rows, args.missing, args.graphs)
             X = pd.DataFrame(t.X, columns=[f"x{j}" for j in range(d)])
             rec = {"d": d, "i": i, "seed": SEED0 + 1000 * d + i, "mechanism": t.mechanism,
                    "n_edges": int((t.edges | t.edges.T)[np.triu_indices(d, 1)].sum()), "pairs": d * (d - 1) // 2,
@@ -125,13 +156,17 @@ def _group_rows(recs: list[dict], methods: list[str], key) -> list[list]:
 def report(recs, methods, args, info, command, started, elapsed) -> tuple[list[str], dict]:
     head = ["", "tables", "edge density", *[LABEL[m] for m in methods]]
     skipped = sum(all(np.isnan(r["auc"][m]) for m in methods) for r in recs)
-    lines = ["## Relation discovery", "",
-             f"Held-out synthetic tables from the engine's prior (`sample_scm`, seeds 555,000,000 + 1000·D + i, never "
-             f"used in training), {args.rows:,} rows, D ∈ {{{', '.join(map(str, args.sizes))}}}, {args.tables} tables per D, "
+    source = ("Held-out synthetic tables from the engine's prior (`sample_scm`, seeds 555,000,000 + 1000·D + i, never "
+              "used in training)") if args.graphs == "prior" else (
+              "Tables from outside the engine's prior (`er_table`: Erdős–Rényi DAGs, every node observed, linear, "
+              "square, sine, abs or step mechanisms, uniform, Laplace or Gaussian noise; seeds 555,000,500 + 1000·D + i)")
+    lines = ["## Relation discovery" + ("" if args.graphs == "prior" else ": graphs outside the prior"), "",
+             f"{source}, {args.rows:,} rows, D ∈ {{{', '.join(map(str, args.sizes))}}}, {args.tables} tables per D, "
              f"missing-value injection {'off' if args.missing == 0 else f'p={args.missing}'}. Score: ROC-AUC of ranking "
              "the true (undirected) edges among all feature pairs by max(A[i, j], A[j, i]); 0.5 is chance. Mean ± "
              f"standard error over tables{f'; {skipped} tables with no edge (or only edges) skipped' if skipped else ''}. "
-             f"FEAT: `relation_matrix(n_estimators={args.n_estimators}, max_rows={args.max_rows_feat})`, checkpoint "
+             f"FEAT: `relation_matrix(n_estimators={args.n_estimators}, max_rows={args.max_rows_feat})`, the other FEAT "
+             "matrices at their defaults, checkpoint "
              f"{C.checkpoint_line(args.checkpoint)}.", ""]
     lines += ["**By graph size**", "", *C.markdown_table(["D", *head[1:]], _group_rows(recs, methods, lambda r: r["d"])), ""]
     lines += ["**By mechanism family**", "",
@@ -165,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", type=int, default=None, help="tables per size (default 40; quick 8)")
     p.add_argument("--rows", type=int, default=None, help="rows per table (default 1,024; quick 512)")
     p.add_argument("--missing", type=float, default=0.0, help="probability that a table gets missing values")
+    p.add_argument("--graphs", choices=["prior", "er"], default="prior",
+                   help="prior: the engine's prior (held-out seeds); er: Erdős–Rényi graphs with simple mechanisms, "
+                        "outside the prior (writes the section relations-er)")
     p.add_argument("--n-estimators", type=int, default=2, help="relation_matrix members (its default)")
     p.add_argument("--max-rows-feat", type=int, default=1024, help="relation_matrix max_rows (its default)")
     p.add_argument("--methods", default=None, help=f"comma-separated subset of {METHODS}")
@@ -174,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args.tables = args.tables or (8 if args.quick else 40)
     args.rows = args.rows or (512 if args.quick else 1024)
     methods = args.methods.split(",") if args.methods else METHODS
+    if args.graphs == "er" and args.section == "relations":
+        args.section = "relations-er"
     return C.run_benchmark('relations.py', argv, args, lambda: run(args, methods),
                            lambda recs, *rest: report(recs, methods, args, *rest))
 

@@ -5,12 +5,12 @@ from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
 from .preprocess import FEATDataWarning, FEATInputError, infer_task, is_continuous
 from .relations import (
-    dependence_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+    dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
 
 __all__ = [
     "FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig",
-    "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "dependence_matrix", "mutual_information_matrix",
+    "FEATClassifier", "FEATRegressor", "FEATImputer", "relation_matrix", "dependence_matrix", "edge_matrix", "mutual_information_matrix",
     "pearson_matrix", "spearman_matrix",
     "load_model", "FEATInputError", "FEATDataWarning", "infer_task", "is_continuous",
 ]

@@ -14,10 +14,12 @@ import torch
 
 from .config import ModelConfig
 from .model import FEAT
+from .model.edge_head import EdgeHead
 
 FORMAT = "feat-checkpoint"
 VERSION = 1
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "assets" / "feat-small.pt"
+EDGE_FORMAT = "feat-edge-head"
 
 
 class CheckpointError(ValueError):
@@ -83,3 +85,45 @@ def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.d
     except RuntimeError as e:
         raise CheckpointError(f"checkpoint {path}: weights do not match its config ({str(e).splitlines()[0]})") from None
     return model.to(device).eval(), blob["meta"]
+
+
+def edge_head_path(checkpoint: str | os.PathLike | None = None) -> Path:
+    """Where a checkpoint's edge head lives: beside it, `<name>-edges.pt`."""
+    p = DEFAULT_CHECKPOINT if checkpoint is None else Path(checkpoint)
+    return p.with_name(p.stem + "-edges.pt")
+
+
+def save_edge_head(path: str | os.PathLike, head: EdgeHead, backbone: str | os.PathLike,
+                   meta: dict[str, Any] | None = None) -> None:
+    """Write an edge head (fp16 weights) with the sha256 of the backbone checkpoint whose tokens it reads."""
+    blob = {"format": EDGE_FORMAT, "version": VERSION, "d_model": head.tokens[0][0].in_features, "k": head.k,
+            "backbone_sha256": read_checkpoint(backbone)["sha256"], "meta": meta or {},
+            "state_dict": {k: v.detach().cpu().half().clone() for k, v in head.state_dict().items()}}
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
+
+
+def load_edge_head(path: str | os.PathLike, backbone: str | os.PathLike | None = None) -> tuple[EdgeHead, dict[str, Any]]:
+    """An edge head in eval mode and its meta; with `backbone` (a checkpoint file), check that the head was
+    trained on that backbone's tokens. Raises CheckpointError naming the file and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"edge head {path}: file not found (train one with `python -m feat_engine.train.edges`)")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise CheckpointError(f"edge head {path}: cannot be read ({type(e).__name__}: {e})") from None
+    if not isinstance(blob, dict) or blob.get("format") != EDGE_FORMAT:
+        raise CheckpointError(f"edge head {path}: not a FEAT edge head (no '{EDGE_FORMAT}' header)")
+    if backbone is not None and blob["backbone_sha256"] != read_checkpoint(backbone)["sha256"]:
+        raise CheckpointError(f"edge head {path}: trained on another backbone than {backbone} "
+                              f"(sha256 {blob['backbone_sha256'][:12]}...); train one for it with "
+                              "`python -m feat_engine.train.edges`")
+    head = EdgeHead(blob["d_model"], blob["k"])
+    try:
+        head.load_state_dict({k: v.float() for k, v in blob["state_dict"].items()})
+    except RuntimeError as e:
+        raise CheckpointError(f"edge head {path}: weights do not match its shape ({str(e).splitlines()[0]})") from None
+    return head.eval(), blob["meta"]

@@ -3,7 +3,7 @@
     feat predict --context train.csv --target y --query test.csv -o predictions.csv
     feat predict --context train.csv --target y --query 'parts/*.parquet' -o out/ [--scheduler tcp://host:8786]
     feat impute table.csv -o filled.csv
-    feat relations table.csv -o relations.csv [--target y] [--method attention|dependence|mi|pearson|spearman]
+    feat relations table.csv -o relations.csv [--target y] [--method attention|dependence|edges|mi|pearson|spearman]
 
 Input files are read by `feat_engine.io` (the app's reader too): the encoding and delimiter of text
 files are detected unless --encoding or --delimiter says. A directory or glob of Parquet files as
@@ -24,7 +24,7 @@ from .io import DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_pa
 from .predictions import Fitted, prediction_frame
 from .preprocess import FEATInputError, infer_task
 from .relations import (
-    dependence_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+    dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
 
 
@@ -86,9 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     re = sub.add_parser("relations", parents=[common], help="feature-relation matrix")
     re.add_argument("table")
     re.add_argument("--target", default=None, help="include this column as the target")
-    re.add_argument("--method", choices=["attention", "dependence", "mi", "pearson", "spearman"], default="attention",
+    re.add_argument("--method", choices=["attention", "dependence", "edges", "mi", "pearson", "spearman"],
+                    default="attention",
                     help="attention: where FEAT looks; dependence: how much worse FEAT predicts a column "
-                         "without another (one run per column); mi: k-nearest-neighbour mutual information; "
+                         "without another (one run per column); edges: the probability of a direct link, from "
+                         "FEAT's edge head; mi: k-nearest-neighbour mutual information; "
                          "pearson, spearman: correlations")
     return p
 
@@ -158,6 +160,8 @@ def _run(a: argparse.Namespace) -> None:
         m = relation_matrix(table, a.target, **_members(a), **feat)
     elif a.method == "dependence":
         m = dependence_matrix(table, a.target, **feat)
+    elif a.method == "edges":
+        m = edge_matrix(table, a.target, **_members(a), **feat)
     elif a.method == "mi":
         m = mutual_information_matrix(table, a.target, random_state=a.seed)
     else:

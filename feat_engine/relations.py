@@ -18,7 +18,9 @@ hidden from the query rows? Entry [i, j] is that loss increase as a share of col
 variance (for a classification target: of the Brier score of its class frequencies), clipped
 at 0. It measures what j adds about i beyond the other columns, so it tends to miss pairs
 linked only through a third observed column, which the attention and the correlations
-cannot tell apart from direct ones. `mutual_information_matrix` is the classical reference that
+cannot tell apart from direct ones. `edge_matrix` asks a small head trained on the prior's causal graphs
+(model/edge_head.py) how likely each pair of columns is to be directly linked, from FEAT's column tokens.
+`mutual_information_matrix` is the classical reference that
 recovers the edges of held-out graphs best (docs/benchmarks.md, "Relation discovery"). Every
 matrix shares one column order: the encoded features (datetime columns expand into parts), then
 the target.
@@ -30,12 +32,15 @@ from typing import Any, Hashable
 
 import numpy as np
 import pandas as pd
-from scipy.special import softmax
+import torch
+from scipy.special import expit, softmax
 from sklearn.feature_selection import mutual_info_regression
 
+from .checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head
 from .ensemble import Progress, StepCounter, plan_members, resolve_model
-from .inference import map_runs, run
+from .inference import map_runs, resolve_device, run
 from .model import FEAT
+from .model.edge_head import DEPTHS, EdgeHead
 from .preprocess import (
     ClassEncoder, FEATInputError, TablePreprocessor, TargetScaler, as_frame, infer_task, target_rows,
 )
@@ -183,6 +188,51 @@ def dependence_matrix(
         if row is not None:
             out[i, np.delete(np.arange(d), i)] = row
     return pd.DataFrame(out, index=names, columns=names)
+
+
+def edge_matrix(
+    X: Any, target: Hashable | None = None, n_estimators: int = 1, max_rows: int = 1024,
+    random_state: int | None = 0, device: str = "auto", checkpoint: str | os.PathLike | FEAT | None = None,
+    edge_head: str | os.PathLike | EdgeHead | None = None, progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Probability that columns i and j are directly linked (an edge of the table's causal graph, either
+    way), from FEAT's edge head: symmetric, zero diagonal, in relation_matrix's order.
+
+    Each of `n_estimators` members reads its own `max_rows` rows (seeded by `random_state`), column
+    order and S-DFE draw; their logits are averaged. The head lives beside its checkpoint
+    (`<checkpoint>-edges.pt`); with a loaded model as `checkpoint`, pass `edge_head` too.
+    """
+    X, y = _split(X, target)
+    model, _ = resolve_model(checkpoint)
+    if isinstance(edge_head, EdgeHead):
+        head = edge_head.eval()
+    elif isinstance(checkpoint, FEAT) and edge_head is None:
+        raise FEATInputError("edge_matrix with a loaded model as `checkpoint` needs its `edge_head` too")
+    else:
+        backbone = DEFAULT_CHECKPOINT if checkpoint is None else checkpoint
+        head, _ = load_edge_head(edge_head or edge_head_path(backbone), None if isinstance(backbone, FEAT) else backbone)
+    z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
+    if n_classes is not None:                    # class codes read as a standardised number
+        z[:, -1] = (z[:, -1] - z[:, -1].mean()) / (z[:, -1].std() or 1.0)
+    d = z.shape[1]
+    if d < 2:
+        raise FEATInputError(f"edge_matrix needs at least 2 columns, got {d}")
+    dev = resolve_device(device)
+    model, head = model.to(dev).eval(), head.to(dev)
+    members = plan_members(len(z), d, n_estimators, d, max_rows, random_state)
+    steps = StepCounter(progress, len(members))
+    total = np.zeros((d, d))
+    for i, m in enumerate(members):
+        say = steps.callback(f"member {i + 1}/{len(members)}")
+        x = torch.as_tensor(z[m.rows][:, m.features], dtype=torch.float32, device=dev)[None]
+        with torch.no_grad():
+            logits = head([t[0] for t in model.column_tokens(x, m.column_ids(model).to(dev), DEPTHS)])
+        total[np.ix_(m.features, m.features)] += logits.double().cpu().numpy()
+        if say is not None:
+            say(1, 1, "tokens read")
+    p = expit(total / len(members))
+    np.fill_diagonal(p, 0.0)
+    return pd.DataFrame(p, index=names, columns=names)
 
 
 def relation_matrix(

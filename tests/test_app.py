@@ -410,26 +410,36 @@ def test_relations_heatmaps_graph_and_parts():
     no_trouble(at)
     specs = charts(at)
     heat = [s for s in specs if s["data"][0]["type"] == "heatmap"]
-    assert len(heat) == 5                                   # attention, dependence, MI, Pearson, Spearman
+    assert len(heat) == 6                                   # attention, dependence, MI, Pearson, Spearman, edges
     assert "attention" in heat[0]["layout"]["title"]["text"] and "dependence" in heat[1]["layout"]["title"]["text"]
-    assert "Mutual information" in heat[2]["layout"]["title"]["text"]
+    assert "Mutual information" in heat[2]["layout"]["title"]["text"] and "edges" in heat[5]["layout"]["title"]["text"]
     orders = [list(h["data"][0]["x"]) for h in heat]
     assert all(o == orders[0] for o in orders) and len(orders[0]) == 7           # one clustering order, D + 1
     for h in heat:
         assert arr(h["data"][0]["z"]).shape == (7, 7)
     mats = at.session_state["result:relations"]["mats"]
-    assert list(mats) == ["FEAT", "FEAT dependence", "Mutual information", "Pearson", "Spearman"]
-    a, dep, mi = mats["FEAT"], mats["FEAT dependence"], mats["Mutual information"]
+    assert list(mats) == ["FEAT", "FEAT dependence", "FEAT edges", "Mutual information", "Pearson", "Spearman"]
+    a, dep, mi, ed = mats["FEAT"], mats["FEAT dependence"], mats["Mutual information"], mats["FEAT edges"]
     assert list(mi.index) == list(mi.columns) == list(a.index)
     assert np.allclose(np.diag(mi), 0.0) and (mi.to_numpy() >= 0).all() and mi.to_numpy().max() > 0
     assert np.allclose(a.sum(axis=1), 1.0) and np.allclose(np.diag(a), 0.0)
     assert list(dep.index) == list(dep.columns) == list(a.index)
     assert np.allclose(np.diag(dep), 0.0) and (dep.to_numpy() >= 0).all() and dep.to_numpy().max() > 0
-    # the dependency graph is built from the dependence matrix by default, from attention on request
-    assert at.radio(key="rel_graph_from").value == "FEAT dependence"
+    assert list(ed.index) == list(ed.columns) == list(a.index) and np.allclose(ed, ed.T)
+    assert np.allclose(np.diag(ed), 0.0) and ((ed.to_numpy() >= 0) & (ed.to_numpy() <= 1)).all()
+    # the dependency graph is built from the edge matrix by default: each pair once, no arrowheads
+    assert at.radio(key="rel_graph_from").value == "FEAT edges"
     k = at.slider(key="rel_topk").value
     graph = _graph(at)
     assert len(arr([t for t in graph["data"] if t.get("name") == "columns"][0]["x"])) == 6
+    notes = graph["layout"]["annotations"]
+    assert len(notes) == min(k, 21) and all(n["arrowhead"] == 0 for n in notes)          # 7 columns: 21 pairs
+    colours = _graph_colours(graph)
+    assert np.allclose(colours, figures.target_relation(ed, "cultivar")[colours.index])
+    # ... from the dependence matrix or attention on request
+    at.radio(key="rel_graph_from").set_value("FEAT dependence").run()
+    no_trouble(at)
+    graph = _graph(at)
     assert len(graph["layout"]["annotations"]) == len(figures.graph_edges(dep, top_k=k))
     colours = _graph_colours(graph)
     assert np.allclose(colours, figures.target_relation(dep, "cultivar")[colours.index])
@@ -450,8 +460,9 @@ def test_relations_heatmaps_graph_and_parts():
     at.slider(key="rel_topk").set_value(3).run()
     assert len(_graph(at)["layout"]["annotations"]) == 3
     labels = [d.label for d in at.get("download_button")]
-    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)", "Mutual information (CSV)",
-                      "Pearson (CSV)", "Spearman (CSV)", "All 5, long format (CSV)"]
+    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)",
+                      "FEAT edges (probability of a direct link) (CSV)", "Mutual information (CSV)",
+                      "Pearson (CSV)", "Spearman (CSV)", "All 6, long format (CSV)"]
 
 
 def test_excel_and_parquet_uploads_render():

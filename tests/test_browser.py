@@ -122,7 +122,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_text("FEAT NRMSE (numeric)").wait_for(timeout=RUN_TIMEOUT)
     _shot(page, "masking")
 
-    # --- Relations: five heatmaps (FEAT attention and dependence, mutual information, Pearson, Spearman), the graph
+    # --- Relations: six heatmaps (FEAT attention, dependence and edges, mutual information, Pearson, Spearman), the graph
     nav(page, "Relations")
     target = page.get_by_role("combobox", name="Target (optional)")
     assert target.input_value() == "cultivar"          # remembered from Predict
@@ -130,12 +130,13 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_role("button", name="Compute relations").click()
     page.get_by_text("Dependency graph").wait_for(timeout=RUN_TIMEOUT)
     wait_idle(page)
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 7", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 8", timeout=60_000)
     types = _plot_types(page)
-    assert sum(t[0].startswith("heatmap") for t in types) == 5, types
+    assert sum(t[0].startswith("heatmap") for t in types) == 6, types
     titles = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
         const t = (el.layout || {}).title; return typeof t === 'string' ? t : ((t && t.text) || ''); })""")
     assert sum("FEAT dependence" in t for t in titles) == 1, titles
+    assert sum("FEAT edges" in t for t in titles) == 1, titles
     assert sum("Mutual information" in t for t in titles) == 1, titles
     assert sum(any(x == "scatter:target" for x in t) for t in types) == 1, types   # the graph
     assert sum(t[0].startswith("bar") for t in types) == 1, types                  # relation to the target

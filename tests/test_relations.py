@@ -2,10 +2,17 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from feat_engine import (
-    FEATInputError, dependence_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+    FEATInputError, dependence_matrix, edge_matrix, load_model, mutual_information_matrix, pearson_matrix,
+    relation_matrix, spearman_matrix,
 )
+from feat_engine.checkpoint import (
+    DEFAULT_CHECKPOINT, CheckpointError, edge_head_path, load_checkpoint, load_edge_head, save_checkpoint,
+    save_edge_head,
+)
+from feat_engine.model.edge_head import DEPTHS, EdgeHead
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +101,66 @@ def test_relation_errors(table):
         relation_matrix(many, target="y", n_estimators=1)
     with pytest.raises(FEATInputError, match=r"Found array with 0 sample\(s\)"):
         relation_matrix(pd.DataFrame())
+
+
+def test_edge_head_is_symmetric_and_follows_the_columns():
+    """Random weights: logits are symmetric, and permuting the columns permutes them (no column is special)."""
+    torch.manual_seed(0)
+    head = EdgeHead(16, k=4, width=8)
+    tokens = [torch.randn(50, 6, 16) for _ in DEPTHS]
+    z = head(tokens)
+    assert z.shape == (6, 6) and torch.allclose(z, z.T)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    zp = head([t[:, perm] for t in tokens])
+    assert torch.allclose(zp, z[perm][:, perm], atol=1e-5)
+
+
+def test_column_tokens_end_where_the_context_encoder_does():
+    """The tokens the edge head reads after the last block are encode_context's feature tokens."""
+    model = load_model()
+    x = torch.as_tensor(np.random.default_rng(0).normal(size=(1, 90, 5)), dtype=torch.float32)
+    ids = model.column_ids(1, 5, seed=3)
+    with torch.no_grad():
+        toks = model.column_tokens(x, ids, DEPTHS)
+        h, _, _ = model.encode_context(x, None, None, ids)
+    assert [t.shape for t in toks] == [(1, 90, 5, model.cfg.d_model)] * len(DEPTHS)
+    assert torch.allclose(toks[-1], h[:, :, :-1], atol=1e-6)
+
+
+def test_edge_matrix_finds_the_links_of_a_chain():
+    """a -> b -> c with noise columns: the shipped head rates the two links above every pair with noise."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=800)
+    b = np.tanh(a) + 0.3 * rng.normal(size=800)
+    df = pd.DataFrame({"a": a, "b": b, "c": b ** 2 + 0.2 * rng.normal(size=800),
+                       "n1": rng.normal(size=800), "n2": rng.uniform(size=800)})
+    m = edge_matrix(df)
+    assert list(m.index) == list(m.columns) == ["a", "b", "c", "n1", "n2"]
+    v = m.to_numpy()
+    assert np.allclose(v, v.T) and np.allclose(np.diag(v), 0) and ((v >= 0) & (v <= 1)).all()
+    noise = max(m.loc[i, j] for i in ["a", "b", "c", "n1"] for j in ["n1", "n2"] if i != j)
+    assert min(m.loc["a", "b"], m.loc["b", "c"]) > noise
+    pd.testing.assert_frame_equal(m, edge_matrix(df))                          # seeded
+    with_target = edge_matrix(df.assign(y=(a > 0).astype(int)), target="y", n_estimators=1)
+    assert list(with_target.columns)[-1] == "y" and with_target.loc["y", "a"] > with_target.loc["y", "n2"]
+
+
+def test_edge_head_files_name_the_problem(tmp_path):
+    with pytest.raises(CheckpointError, match="file not found"):
+        load_edge_head(tmp_path / "none-edges.pt")
+    (tmp_path / "junk-edges.pt").write_bytes(b"not a head")
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        load_edge_head(tmp_path / "junk-edges.pt")
+    other = tmp_path / "other.pt"                       # another backbone: the shipped weights, nudged
+    model, _ = load_checkpoint(DEFAULT_CHECKPOINT)    # a fresh copy, not the cached model
+    with torch.no_grad():
+        model.final_norm.weight.add_(0.5)
+    save_checkpoint(other, model)
+    head, _ = load_edge_head(edge_head_path(DEFAULT_CHECKPOINT), DEFAULT_CHECKPOINT)
+    save_edge_head(tmp_path / "mine-edges.pt", head, DEFAULT_CHECKPOINT)
+    with pytest.raises(CheckpointError, match="another backbone"):
+        load_edge_head(tmp_path / "mine-edges.pt", other)
+    with pytest.raises(CheckpointError, match="file not found"):
+        edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=other)
+    with pytest.raises(FEATInputError, match="needs its `edge_head`"):
+        edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=load_model())

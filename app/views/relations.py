@@ -1,4 +1,4 @@
-"""Relations: FEAT's attention and dependence matrices next to mutual information, Pearson and
+"""Relations: FEAT's attention, dependence and edge matrices next to mutual information, Pearson and
 Spearman, a dependency graph and each feature's relation to the target."""
 from __future__ import annotations
 
@@ -17,12 +17,16 @@ table, _ = state.model_table()
 cols = list(table.columns)
 st.caption("**FEAT attention** shows where the model looks: the share of column i's attention (over layers, "
            "heads and rows) that goes to column j. **FEAT dependence** shows how much worse FEAT predicts "
-           "column i when column j is hidden, as a share of column i's variance (0: no loss). **Mutual "
-           "information** (k-nearest neighbours, in nats), Pearson and Spearman are shown next to them; all five "
-           "heatmaps use one hierarchical-clustering order. On held-out tables with known dependency graphs, "
-           "mutual information finds the true links best, then FEAT dependence, then Spearman and Pearson; FEAT "
-           "attention shows the model, not the links (docs/benchmarks.md, \"Relation discovery\").")
-FEAT_MATS = {"FEAT": "FEAT attention", "FEAT dependence": "FEAT dependence (masking)"}
+           "column i when column j is hidden, as a share of column i's variance (0: no loss). **FEAT edges** "
+           "is the probability that columns i and j are directly linked, from a head trained on the causal "
+           "graphs of FEAT's synthetic tables. **Mutual information** (k-nearest neighbours, in nats), Pearson "
+           "and Spearman are shown next to them; all six heatmaps use one hierarchical-clustering order. "
+           "On held-out tables with known dependency graphs, FEAT edges and mutual information find the true links best "
+           "(FEAT edges ahead from 10 columns up, mutual information on smaller tables), then FEAT dependence, "
+           "Spearman and Pearson (docs/benchmarks.md, \"Relation discovery\"); FEAT attention shows the model, not the links.")
+FEAT_MATS = {"FEAT": "FEAT attention", "FEAT dependence": "FEAT dependence (masking)",
+             "FEAT edges": "FEAT edges (probability of a direct link)"}
+DIRECTED = ("FEAT", "FEAT dependence")        # the edge matrix is symmetric: its graph has no arrowheads
 CORRELATIONS = ("Pearson", "Spearman")        # signed: their target column is shown as it is
 
 NONE = "(no target)"
@@ -45,8 +49,9 @@ if go:
         sub = table if len(table) <= max_rows else table.sample(int(max_rows), random_state=int(seed))
         with st.status(f"FEAT relations over {len(sub):,} rows x {len(cols)} columns ...", expanded=True) as status:
             bar = st.progress(0.0, text="starting")
-            out = engine.relations(sub, tgt, state.run_params(n_estimators=int(n_est), random_state=int(seed),
-                                                              max_rows=len(sub)), state.progress_callback(bar))
+            params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_rows=len(sub),
+                                      edge_head=state.model_info()["edge_head"])
+            out = engine.relations(sub, tgt, params, state.progress_callback(bar))
             status.update(label=f"Done in {out.seconds:.1f} s", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
@@ -67,11 +72,13 @@ part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=fi
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
                                      "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on i).")
 c1, c2, c5 = st.columns(3)
-c3, c4, _ = st.columns(3)
+c3, c4, c6 = st.columns(3)
 for col, name, key in ((c1, "FEAT", "hm_feat"), (c2, "FEAT dependence", "hm_dependence")):
     col.plotly_chart(figures.heatmap(figures.asymmetric_part(mats[name], part), order,
                                      f"{FEAT_MATS[name]}: {figures.PARTS[part]}", diverging=part == "A-AT",
                                      blank_diagonal=True), width="stretch", key=key)
+c6.plotly_chart(figures.heatmap(mats["FEAT edges"], order, FEAT_MATS["FEAT edges"], blank_diagonal=True),
+                width="stretch", key="hm_edges")
 c5.plotly_chart(figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)", blank_diagonal=True),
                 width="stretch", key="hm_mi")
 c3.plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson r", diverging=True), width="stretch", key="hm_pearson")
@@ -79,21 +86,23 @@ c4.plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman ρ", divergin
 
 st.markdown("#### Dependency graph")
 g1, g2 = st.columns([1, 3])
-source = g1.radio("Graph from", list(FEAT_MATS), index=list(FEAT_MATS).index("FEAT dependence"),
+source = g1.radio("Graph from", list(FEAT_MATS), index=list(FEAT_MATS).index("FEAT edges"),
                   format_func=FEAT_MATS.get, key="rel_graph_from")
 a = mats[source]
+once = a if source in DIRECTED else a.where(np.triu(np.ones(a.shape, bool), 1), 0.0)   # each undirected pair once
 n_off = len(a) * (len(a) - 1)
 how = g1.radio("Edges", ["top-k", "threshold"], key="rel_edges_how")
 if how == "top-k":
     k = g1.slider("Strongest k relations", 1, max(1, min(n_off, 100)), min(max(1, 2 * len(a)), min(n_off, 100)),
                   key="rel_topk")
-    edges = figures.graph_edges(a, top_k=k)
+    edges = figures.graph_edges(once, top_k=k)
 else:
     thr = g1.slider("Threshold (share of the strongest)", 0.0, 1.0, 0.5, 0.05, key="rel_thr")
-    edges = figures.graph_edges(a, threshold=thr)
+    edges = figures.graph_edges(once, threshold=thr)
 g1.caption("Arrow i → j: column i draws on column j (attention: i looks at j; dependence: FEAT predicts i "
-           "worse without j). Node colour: relation to the target; the target is the star.")
-fig, _ = figures.dependency_graph(a, edges, tgt)
+           "worse without j). FEAT edges are undirected: a line is a likely direct link, either way. Node colour: "
+           "relation to the target; the target is the star.")
+fig, _ = figures.dependency_graph(a, edges, tgt, directed=source in DIRECTED)
 g2.plotly_chart(fig, width="stretch", key="rel_graph")
 
 if tgt is not None:

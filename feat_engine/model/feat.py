@@ -150,6 +150,18 @@ class FEAT(nn.Module):
                 on_block(i)
         return h, states, attn
 
+    def column_tokens(self, x: Tensor, column_ids: Tensor, depths: tuple[int, ...]) -> list[Tensor]:
+        """Unlabelled rows (B, N, D), every one context, through the blocks: the feature tokens (B, N, D, E)
+        at each of `depths` (0 = the cell embedding, b = after block b), in that order."""
+        h = self.embed(x, None, None, column_ids)
+        out = [h[:, :, :-1]] if 0 in depths else []
+        for b, blk in enumerate(self.blocks[:max(depths)], 1):
+            h, _ = blk.feature_axis(h, None, False)
+            h, _ = blk.context(h, None)
+            if b in depths:
+                out.append(h[:, :, :-1])
+        return out
+
     def decode_queries(
         self, x: Tensor, states: list[Any], column_ids: Tensor, return_attention: bool = False,
         label_only: bool = False,
