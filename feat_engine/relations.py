@@ -127,6 +127,15 @@ def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | No
     return np.column_stack([x, enc.transform(y)]), names + [str(target)], len(enc.classes_)
 
 
+def _codes_as_numbers(z: np.ndarray, n_classes: int | None) -> np.ndarray:
+    """A copy of `z` whose last column, class codes when `n_classes` is set, reads as a standardised number."""
+    z = z.copy()
+    if n_classes is not None:
+        t = z[:, -1]
+        z[:, -1] = (t - t.mean()) / (t.std() or 1.0)
+    return z
+
+
 def dependence_matrix(
     X: Any, target: Hashable | None = None, max_rows: int = 1024, n_query: int = 128,
     random_state: int | None = 0, device: str = "auto",
@@ -150,10 +159,7 @@ def dependence_matrix(
     d = z.shape[1]
     is_class = np.zeros(d, bool)
     is_class[-1] = n_classes is not None
-    inputs = z.copy()
-    if n_classes is not None:                    # class codes read as a standardised number
-        t = inputs[:, -1]
-        inputs[:, -1] = (t - t.mean()) / (t.std() or 1.0)
+    inputs = _codes_as_numbers(z, n_classes)
     steps = StepCounter(progress, d)
     ids = model.column_ids(1, d - 1, seed=random_state)      # one S-DFE draw for every column's run
 
@@ -212,8 +218,7 @@ def edge_matrix(
         backbone = DEFAULT_CHECKPOINT if checkpoint is None else checkpoint
         head, _ = load_edge_head(edge_head or edge_head_path(backbone), None if isinstance(backbone, FEAT) else backbone)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
-    if n_classes is not None:                    # class codes read as a standardised number
-        z[:, -1] = (z[:, -1] - z[:, -1].mean()) / (z[:, -1].std() or 1.0)
+    z = _codes_as_numbers(z, n_classes)
     d = z.shape[1]
     if d < 2:
         raise FEATInputError(f"edge_matrix needs at least 2 columns, got {d}")

@@ -164,3 +164,13 @@ def test_edge_head_files_name_the_problem(tmp_path):
         edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=other)
     with pytest.raises(FEATInputError, match="needs its `edge_head`"):
         edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=load_model())
+
+
+def test_edge_head_trains_on_a_small_cache(tmp_path):
+    """`tokens` then `fit` on three prior tables (fewer than one batch): a head that loads against its backbone."""
+    from feat_engine.train.edges import main as edges_main, write_tokens
+    write_tokens(tmp_path / "tok", 990_000_000, 3)          # as `tokens` does, without its one-thread setting
+    assert len(list((tmp_path / "tok").glob("*.npz"))) == 3
+    edges_main(["fit", "--cache", str(tmp_path / "tok"), "--out", str(tmp_path / "h-edges.pt"), "--epochs", "1"])
+    head, meta = load_edge_head(tmp_path / "h-edges.pt", DEFAULT_CHECKPOINT)
+    assert meta["tables"] == 3 and isinstance(head, EdgeHead)

@@ -65,17 +65,16 @@ def write_tokens(out: str | Path, start: int, n_tables: int, checkpoint: str | P
             print(f"{i + 1}/{n_tables} tables, {time.time() - t0:.0f} s", flush=True)
 
 
-def fit_head(cache: str | Path, epochs: int = 12, batch: int = 16, lr: float = 2e-3, d_model: int = 128,
-             log=print) -> EdgeHead:
+def fit_head(cache: str | Path, epochs: int = 12, batch: int = 16, lr: float = 2e-3, log=print) -> EdgeHead:
     """Train an edge head on the token files of `cache` (see the module docstring)."""
     files = sorted(glob.glob(str(Path(cache) / "*.npz")))
     if not files:
         raise FileNotFoundError(f"{cache}: no token files (.npz); write them with `tokens` first")
     tables = [dict(np.load(f)) for f in files]
     torch.manual_seed(0)
-    head = EdgeHead(d_model)
+    head = EdgeHead(tables[0]["H"].shape[-1])          # the backbone's token width
     opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=1e-4)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs * len(tables) // batch)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(1, epochs * len(tables) // batch))
     bce = nn.BCEWithLogitsLoss()
     for ep in range(epochs):
         order, total, t0 = np.random.default_rng(ep).permutation(len(tables)), 0.0, time.time()
