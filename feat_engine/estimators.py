@@ -678,6 +678,8 @@ class FEATImputer(TransformerMixin, _FEATBase):
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
         steps = StepCounter(self.progress, len(columns))
+        # callbacks made here, in column order: a run's place in the stream must not depend on which worker starts first
+        say = {c.name: steps.callback(f"column {c.name!r}") for c in columns}
 
         def predicted(c) -> tuple[np.ndarray, Any]:
             # a numeric column is predicted as its numbers (read from text too, where it is text)
@@ -689,7 +691,7 @@ class FEATImputer(TransformerMixin, _FEATBase):
             query = frame.iloc[rows][[n for n in usable if n != c.name]]
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
-                      progress=steps.callback(f"column {c.name!r}"), precision=self.precision)
+                      progress=say[c.name], precision=self.precision)
             if not X.shape[1] or y.nunique() < 2:
                 return rows, np.repeat(y.mode().iloc[0], len(rows))
             if c.kind == "categorical":

@@ -239,6 +239,26 @@ def test_imputer_default_members(method, members):
         assert "column 2" in seen[-1] and {m.split(":")[0] for m in seen} <= {"column 0", "column 2"}
 
 
+def test_imputer_progress_order_does_not_depend_on_which_column_starts_first(monkeypatch):
+    """The columns' runs keep their column order in the progress stream whichever worker starts first (a
+    worker that started column 2 first used to take its place, and column 0's report then ended the stream)."""
+    from feat_engine import estimators
+
+    def last_first(fn, items, device="auto", on_wait=None):     # the columns run in reverse order
+        out = [fn(item) for item in reversed(list(items))][::-1]
+        on_wait()
+        return out
+
+    monkeypatch.setattr(estimators, "map_runs", last_first)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    X[rng.uniform(size=80) < 0.2, 0] = np.nan
+    X[rng.uniform(size=80) < 0.2, 2] = np.nan
+    seen = []
+    FEATImputer(n_estimators=1, progress=lambda d, t, m: seen.append(m)).fit_transform(X)
+    assert seen[-1].startswith("column 2")
+
+
 def test_imputer_ndarray_new_rows_and_blocks():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(90, 4))
