@@ -167,8 +167,9 @@ def edge_head_lines(path: Path, checkpoint: str) -> list[str]:
     head, meta = load_edge_head(path, checkpoint)
     return ["## Edge head",
             f"- `{path.name}`: {sum(t.numel() for t in head.parameters()):,} parameters in half precision, read by "
-            f"`feat_engine.edge_matrix`. It reads the frozen backbone's column tokens at depths {meta.get('depths')} "
-            f"and was trained on the causal graphs of {meta.get('tables', 0):,} prior tables, {meta.get('epochs')} "
+            f"`feat_engine.edge_matrix`. It reads the frozen backbone's column tokens at depths {meta.get('depths')}"
+            + (f" and each pair's {meta['statistics']}" if meta.get("statistics") else "")
+            + f", and was trained on the causal graphs of {meta.get('tables', 0):,} prior tables, {meta.get('epochs')} "
             f"epochs; {meta.get('trained', '')}."]
 
 

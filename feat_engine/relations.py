@@ -19,9 +19,11 @@ variance (for a classification target: of the Brier score of its class frequenci
 at 0. It measures what j adds about i beyond the other columns, so it tends to miss pairs
 linked only through a third observed column, which the attention and the correlations
 cannot tell apart from direct ones. `edge_matrix` asks a small head trained on the prior's causal graphs
-(model/edge_head.py) how likely each pair of columns is to be directly linked, from FEAT's column tokens.
-`mutual_information_matrix` is the classical reference that
-recovers the edges of held-out graphs best (docs/benchmarks.md, "Relation discovery"). Every
+(model/edge_head.py) how likely each pair of columns is to be directly linked, from FEAT's column tokens
+and the pair's classical statistics (`pair_statistics`).
+`mutual_information_matrix` is the classical reference: of the statistics computed on the table alone it
+recovers the edges of held-out graphs best, and the edge head, which reads it, better still (docs/benchmarks.md,
+"Relation discovery"). Every
 matrix shares one column order: the encoded features (datetime columns expand into parts), then
 the target.
 """
@@ -34,6 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 from scipy.special import expit, softmax
+from scipy.stats import rankdata
 from sklearn.feature_selection import mutual_info_regression
 
 from .checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head
@@ -96,16 +99,49 @@ def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: 
     enc = encoded_table(X, target)
     if max_rows is not None and len(enc) > max_rows:
         enc = enc.iloc[np.sort(np.random.default_rng(random_state).permutation(len(enc))[:max_rows])]
-    z = enc.fillna(enc.mean()).fillna(0.0).to_numpy(dtype=float)
+    out = _mutual_information(enc.to_numpy(dtype=float), random_state)
+    return pd.DataFrame(out, index=enc.columns, columns=enc.columns)
+
+
+def _filled_standardised(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Columns with missing cells at their mean, standardised (a constant column stays 0), and which vary."""
+    z = np.where(np.isnan(z), np.nanmean(np.where(np.isnan(z).all(0), 0.0, z), axis=0), z)
     sd = z.std(0)
-    z = (z - z.mean(0)) / np.where(sd > 0, sd, 1.0)
+    return (z - z.mean(0)) / np.where(sd > 0, sd, 1.0), sd > 0
+
+
+def _mutual_information(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
+    """(D, D) k-nearest-neighbour mutual information of the columns of z (NaN allowed): [i, j] with column j
+    predicted; zero diagonal and zero for constant columns."""
+    z, varies = _filled_standardised(z)
     d = z.shape[1]
     out = np.zeros((d, d))
-    for j in np.flatnonzero(sd > 0):
+    for j in np.flatnonzero(varies):
         others = np.delete(np.arange(d), j)
         out[others, j] = mutual_info_regression(z[:, others], z[:, j], n_neighbors=3, random_state=random_state)
-    out[sd == 0, :] = 0.0
-    return pd.DataFrame(out, index=enc.columns, columns=enc.columns)
+    out[~varies, :] = 0.0
+    return out
+
+
+def _partial(c: np.ndarray, ridge: float = 1e-2) -> np.ndarray:
+    """Partial correlations of each pair given all other columns, from a correlation matrix (ridged inverse)."""
+    p = np.linalg.inv(c + ridge * np.eye(len(c)))
+    s = np.sqrt(np.diag(p))
+    return -p / np.outer(s, s)
+
+
+def pair_statistics(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
+    """(D, D, N_STATS) classical evidence on each pair of columns of z (rows x columns, NaN allowed), which
+    the edge head reads beside FEAT's tokens: symmetrised mutual information, abs(Pearson), abs(Spearman), and
+    the abs partial Pearson and Spearman correlations given all other columns (the classical test of a
+    direct link). Missing cells sit at the column mean; zero diagonal."""
+    z, _ = _filled_standardised(np.asarray(z, dtype=float))
+    mi = _mutual_information(z, random_state)
+    with np.errstate(invalid="ignore", divide="ignore"):          # a constant column correlates 0
+        r, rho = (np.nan_to_num(np.atleast_2d(np.corrcoef(v, rowvar=False))) for v in (z, rankdata(z, axis=0)))
+    out = np.abs(np.stack([(mi + mi.T) / 2, r, rho, _partial(r), _partial(rho)], -1))
+    out[np.arange(len(out)), np.arange(len(out))] = 0.0
+    return out.astype(np.float32)
 
 
 def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | None, max_classes: int,
@@ -161,6 +197,7 @@ def dependence_matrix(
     is_class[-1] = n_classes is not None
     inputs = _codes_as_numbers(z, n_classes)
     steps = StepCounter(progress, d)
+    says = [steps.callback(f"column {i + 1}/{d} ({names[i]})") for i in range(d)]    # in column order
     ids = model.column_ids(1, d - 1, seed=random_state)      # one S-DFE draw for every column's run
 
     def priced(i: int) -> np.ndarray | None:
@@ -168,7 +205,7 @@ def dependence_matrix(
         others = np.delete(np.arange(d), i)
         ctx = c[np.isfinite(z[c, i])]
         qi = q[np.isfinite(z[q, i])]
-        say = steps.callback(f"column {i + 1}/{d} ({names[i]})")
+        say = says[i]
         if len(ctx) < 4 or len(qi) == 0 or (not is_class[i] and np.nanstd(z[ctx, i]) == 0):
             return None
         xq = np.repeat(inputs[qi][:, others][None], d, axis=0)          # copy 0 whole, copy k + 1 without column k
@@ -205,8 +242,9 @@ def edge_matrix(
     way), from FEAT's edge head: symmetric, zero diagonal, in relation_matrix's order.
 
     Each of `n_estimators` members reads its own `max_rows` rows (seeded by `random_state`), column
-    order and S-DFE draw; their logits are averaged. The head lives beside its checkpoint
-    (`<checkpoint>-edges.pt`); with a loaded model as `checkpoint`, pass `edge_head` too.
+    order and S-DFE draw, and the pair statistics of those rows; their logits are averaged. The head
+    lives beside its checkpoint (`<checkpoint>-edges.pt`); with a loaded model as `checkpoint`, pass
+    `edge_head` too.
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)
@@ -229,9 +267,11 @@ def edge_matrix(
     total = np.zeros((d, d))
     for i, m in enumerate(members):
         say = steps.callback(f"member {i + 1}/{len(members)}")
-        x = torch.as_tensor(z[m.rows][:, m.features], dtype=torch.float32, device=dev)[None]
+        zm = z[m.rows][:, m.features]
+        x = torch.as_tensor(zm, dtype=torch.float32, device=dev)[None]
+        stats = torch.as_tensor(pair_statistics(zm, random_state), device=dev)
         with torch.no_grad():
-            logits = head([t[0] for t in model.column_tokens(x, m.column_ids(model).to(dev), DEPTHS)])
+            logits = head([t[0] for t in model.column_tokens(x, m.column_ids(model).to(dev), DEPTHS)], stats)
         total[np.ix_(m.features, m.features)] += logits.double().cpu().numpy()
         if say is not None:
             say(1, 1, "tokens read")

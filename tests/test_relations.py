@@ -12,7 +12,8 @@ from feat_engine.checkpoint import (
     DEFAULT_CHECKPOINT, CheckpointError, edge_head_path, load_checkpoint, load_edge_head, save_checkpoint,
     save_edge_head,
 )
-from feat_engine.model.edge_head import DEPTHS, EdgeHead
+from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead
+from feat_engine.relations import pair_statistics
 
 
 @pytest.fixture(scope="module")
@@ -104,15 +105,39 @@ def test_relation_errors(table):
 
 
 def test_edge_head_is_symmetric_and_follows_the_columns():
-    """Random weights: logits are symmetric, and permuting the columns permutes them (no column is special)."""
+    """Random weights: logits are symmetric, and permuting the columns permutes them (no column is special);
+    the pair statistics move them."""
     torch.manual_seed(0)
     head = EdgeHead(16, k=4, width=8)
+    with torch.no_grad():
+        head.gate.fill_(0.7)                                            # the tokens' path open (trained: nonzero)
     tokens = [torch.randn(50, 6, 16) for _ in DEPTHS]
-    z = head(tokens)
+    stats = torch.rand(6, 6, N_STATS)
+    stats = stats + stats.transpose(0, 1)
+    z = head(tokens, stats)
     assert z.shape == (6, 6) and torch.allclose(z, z.T)
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
-    zp = head([t[:, perm] for t in tokens])
+    zp = head([t[:, perm] for t in tokens], stats[perm][:, perm])
     assert torch.allclose(zp, z[perm][:, perm], atol=1e-5)
+    assert not torch.allclose(head(tokens, torch.zeros_like(stats)), z, atol=1e-3)
+    assert not torch.allclose(head([t.flip(0) ** 2 for t in tokens], stats), z, atol=1e-3)
+
+
+def test_pair_statistics_tell_a_direct_link_from_a_chain():
+    """a -> b -> c (linear, Gaussian): every marginal statistic links a and c, the partial correlations do not;
+    the mutual-information channel is mutual_information_matrix's, symmetrised; a constant column scores 0."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=2000)
+    b = a + 0.5 * rng.normal(size=2000)
+    z = np.column_stack([a, b, b + 0.5 * rng.normal(size=2000), np.full(2000, 3.0), rng.normal(size=2000)])
+    s = pair_statistics(z)
+    assert s.shape == (5, 5, N_STATS) and np.allclose(s, s.transpose(1, 0, 2)) and (s >= 0).all()
+    assert np.allclose(s[range(5), range(5)], 0) and np.allclose(s[3], 0)
+    assert (s[0, 2, :3] > 0.3).all() and (s[0, 2, 3:] < 0.05).all() and (s[1, 2, 3:] > 0.5).all()
+    mi = mutual_information_matrix(pd.DataFrame(np.delete(z, 3, axis=1))).to_numpy()
+    assert np.allclose(np.delete(np.delete(s[..., 0], 3, 0), 3, 1), (mi + mi.T) / 2, atol=1e-6)
+    z[::4, 1] = np.nan                                                  # missing cells: still finite
+    assert np.isfinite(pair_statistics(z)).all()
 
 
 def test_column_tokens_end_where_the_context_encoder_does():

@@ -19,11 +19,12 @@ st.caption("**FEAT attention** shows where the model looks: the share of column 
            "heads and rows) that goes to column j. **FEAT dependence** shows how much worse FEAT predicts "
            "column i when column j is hidden, as a share of column i's variance (0: no loss). **FEAT edges** "
            "is the probability that columns i and j are directly linked, from a head trained on the causal "
-           "graphs of FEAT's synthetic tables. **Mutual information** (k-nearest neighbours, in nats), Pearson "
+           "graphs of FEAT's synthetic tables, which reads FEAT's column tokens and each pair's mutual information "
+           "and (partial) correlations. **Mutual information** (k-nearest neighbours, in nats), Pearson "
            "and Spearman are shown next to them; all six heatmaps use one hierarchical-clustering order. "
-           "On held-out tables with known dependency graphs, FEAT edges and mutual information find the true links best "
-           "(FEAT edges ahead from 10 columns up, mutual information on smaller tables), then FEAT dependence, "
-           "Spearman and Pearson (docs/benchmarks.md, \"Relation discovery\"); FEAT attention shows the model, not the links.")
+           "On held-out tables with known dependency graphs, FEAT edges find the true links best, then mutual "
+           "information, FEAT dependence, Spearman and Pearson (docs/benchmarks.md, \"Relation discovery\"); "
+           "FEAT attention shows the model, not the links.")
 FEAT_MATS = {"FEAT": "FEAT attention", "FEAT dependence": "FEAT dependence (masking)",
              "FEAT edges": "FEAT edges (probability of a direct link)"}
 DIRECTED = ("FEAT", "FEAT dependence")        # the edge matrix is symmetric: its graph has no arrowheads

@@ -6,7 +6,8 @@
 `tokens` draws prior tables (`sample_scm`, seeds start + i; sizes from seed start + 10,000,000 + i: 3-24
 features, 256-1,024 rows, missing values in half), encodes them as the estimators do, and writes each
 table's column tokens at `DEPTHS` for up to 256 of its rows (fp16) with its edges among the observed
-features, one .npz per table. Run one worker per core with disjoint seed ranges. `fit` trains the head on
+features and the pair statistics of all its rows (`relations.pair_statistics`, as `edge_matrix` computes them),
+one .npz per table. Run one worker per core with disjoint seed ranges. `fit` trains the head on
 those files: batches of 16 tables, binary cross-entropy on every off-diagonal pair (an edge in either
 direction), AdamW with a cosine schedule, seed 0. Seeds 555,000,000 + ... are the relations benchmark's,
 930,000,000 + ... the prototype's validation tables: keep both out of `--start`.
@@ -28,25 +29,27 @@ from ..model import FEAT
 from ..model.edge_head import DEPTHS, EdgeHead
 from ..preprocess import TablePreprocessor
 from ..prior.scm import sample_scm
+from ..relations import pair_statistics
 
 KEEP_ROWS = 256
 
 
 def table_tokens(model: FEAT, seed: int, rows: int, d: int, missing: float,
                  keep: np.random.Generator) -> dict[str, np.ndarray] | None:
-    """One prior table's column tokens (len(DEPTHS), n, D, E) at up to KEEP_ROWS rows, and its edges
-    (None when fewer than 3 columns survive the preprocessing)."""
+    """One prior table's column tokens (len(DEPTHS), n, D, E) at up to KEEP_ROWS rows, its pair statistics
+    (D, D, N_STATS) and its edges (None when fewer than 3 columns survive the preprocessing)."""
     t = sample_scm(np.random.default_rng(seed), rows, d, "regression", p_missing=missing)
     df = pd.DataFrame(t.X, columns=[f"c{j}" for j in range(d)])
     pre = TablePreprocessor().fit(df)
     cols = np.array([int(n[1:]) for n in pre.feature_names_])
     if len(cols) < 3:
         return None
-    x = torch.as_tensor(pre.transform(df), dtype=torch.float32)[None]
+    z = pre.transform(df)
+    x = torch.as_tensor(z, dtype=torch.float32)[None]
     with torch.no_grad():
         hs = model.column_tokens(x, model.column_ids(1, len(cols), seed=seed), DEPTHS)
     sub = np.sort(keep.permutation(x.shape[1])[:KEEP_ROWS])
-    return {"H": np.stack([h[0, sub].numpy() for h in hs]).astype(np.float16),
+    return {"H": np.stack([h[0, sub].numpy() for h in hs]).astype(np.float16), "S": pair_statistics(z),
             "edges": t.edges[np.ix_(cols, cols)]}
 
 
@@ -83,7 +86,7 @@ def fit_head(cache: str | Path, epochs: int = 12, batch: int = 16, lr: float = 2
             for i in order[b:b + batch]:
                 H, E = tables[i]["H"], tables[i]["edges"]
                 truth = torch.as_tensor(E | E.T, dtype=torch.float32)
-                z = head(list(torch.as_tensor(H.astype(np.float32))))
+                z = head(list(torch.as_tensor(H.astype(np.float32))), torch.as_tensor(tables[i]["S"]))
                 off = ~torch.eye(len(E), dtype=torch.bool)
                 loss = loss + bce(z[off], truth[off])
             opt.zero_grad()
