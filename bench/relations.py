@@ -14,8 +14,9 @@ skipped), then averaged.
 Methods:
   feat      feat_engine.relation_matrix (feature-axis attention; default n_estimators=2, 1,024 rows)
   feat-dependence  feat_engine.dependence_matrix (masking sensitivity; its defaults: 1,024 rows, 128 queries)
-  feat-edges  feat_engine.edge_matrix (the edge head on FEAT's column tokens; its defaults: 2 members of 1,024
-            rows). The head was trained on prior tables of seeds 910,000,000 + ..., far from these.
+  feat-edges  feat_engine.edge_matrix (the edge head on FEAT's column tokens and each pair's mutual information
+            and (partial) correlations; its defaults: 1 member of 1,024 rows). The head was trained on prior
+            tables of seeds 910,000,000 + ..., far from these.
   pearson   |Pearson| (pandas, pairwise-complete)
   spearman  |Spearman|
   mi        feat_engine.mutual_information_matrix (scikit-learn's mutual_info_regression of each feature

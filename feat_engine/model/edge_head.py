@@ -1,4 +1,5 @@
-"""The edge head: how likely two columns are directly linked, read from FEAT's column tokens.
+"""The edge head: how likely two columns are directly linked, read from FEAT's column tokens and the
+pair's classical statistics.
 
 Trained on the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md,
 "The edge head"). For each depth in `DEPTHS` (the cell embedding, after block 2, after block 4) every
