@@ -305,13 +305,15 @@ def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
     precision = common.precision_text(args.precision, args.device)
     per_run = sorted({r["tables_per_run"] for r in results if r["variant"] == "feat_e2e" and "tables_per_run" in r})
     parts = f", {' / '.join(map(str, per_run))} local part(s) per engine run" if per_run else ""
+    tabicl = (", TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
+              f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file)"
+              if any(r["variant"] == "tabicl" for r in results) else "")
     lines = [
         "### End to end: fit + predict (issue 6)",
         "",
         "Time and peak RSS of a fresh process per method and N. "
         f"`FEATClassifier(n_estimators=1)`, {precision}{parts}, on the shipped checkpoint ({params['feat_e2e']:,} parameters; preprocessing "
-        f"included), TabICL v2's architecture (`tabicl.TabICLClassifier(n_estimators=1)` with random weights of the "
-        f"package's default `TabICL()` configuration, {params['tabicl']:,} parameters, loaded from a local file) and "
+        f"included){tabicl} and "
         "LightGBM at its defaults (all cores). Same table for all: N rows, D = 10 standard normal features, a "
         "linear binary label, the first half context (training rows), the second half predicted. "
         "A ratio above 1 means FEAT is slower.",
