@@ -19,6 +19,8 @@ from __future__ import annotations
 import copy
 import importlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING, Iterator
@@ -31,6 +33,7 @@ from .predictions import Fitted, prediction_frame, prediction_meta
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
+    import pandas as pd
     from distributed import Client
 
 CONNECT_TIMEOUT = "10s"      # how long `connect` waits for a scheduler that does not answer
@@ -45,13 +48,15 @@ def _require(module: str) -> ModuleType:
 
 
 @contextmanager
-def connect(address: str) -> Iterator[Client]:
+def connect(address: str, n_workers: int | None = None) -> Iterator[Client]:
     """A distributed Client for the scheduler at `address` (tcp://host:8786), or for a LocalCluster
-    on this machine (one single-threaded worker process per core) when `address` is "local"; closed
-    on exit. A scheduler that does not answer within CONNECT_TIMEOUT raises ConnectionError naming it."""
+    on this machine when `address` is "local": `n_workers` single-threaded worker processes, by default
+    one per core. Closed on exit. A scheduler that does not answer within CONNECT_TIMEOUT raises
+    ConnectionError naming it."""
     distributed = _require("distributed")
     if address == "local":
-        with distributed.LocalCluster(threads_per_worker=1, dashboard_address=None) as cluster, \
+        with _worker_environment_taken_back(), \
+                distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:
             yield client
         return
@@ -62,6 +67,24 @@ def connect(address: str) -> Iterator[Client]:
                               "(tcp://host:8786) and that the scheduler runs, or use 'local'.") from None
     with client:
         yield client
+
+
+@contextmanager
+def _worker_environment_taken_back() -> Iterator[None]:
+    """Put back, on exit, the environment variables that distributed's nannies set in this process for the
+    workers they spawn (`distributed.nanny.pre-spawn-environ`: OMP_NUM_THREADS=1, MKL_NUM_THREADS=1,
+    OPENBLAS_NUM_THREADS=1, MALLOC_TRIM_THRESHOLD_) and leave set: every process started afterwards would run
+    its OpenMP and BLAS loops on one thread."""
+    keys = list(_require("dask").config.get("distributed.nanny.pre-spawn-environ", {}))
+    saved = {key: os.environ.get(key) for key in keys}
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def read_parquet_parts(files: list[str]) -> dd.DataFrame:
@@ -93,7 +116,20 @@ def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> d
     shipped.checkpoint = copy.deepcopy(resolve_model(estimator.checkpoint)[0]).cpu()
     shipped.progress = None
     meta = prediction_meta(estimator, target, query._meta.index)
-    return dd.map_partitions(prediction_frame, _once_per_worker(shipped), query, target, meta=meta)
+    return dd.map_partitions(_score_partition, _once_per_worker(shipped), query, target, meta=meta)
+
+
+def _score_partition(estimator: Fitted, part: pd.DataFrame, target: str) -> pd.DataFrame:
+    """`prediction_frame` of one partition; on a thread of its own, which ends with it, when Dask runs the
+    partition on one of its worker threads. An OpenMP runtime (libgomp) keeps a team of threads for every
+    thread that ran a parallel region, for as long as that thread lives, and once it manages more threads than
+    there are cores it stops spinning at its barriers: every later OpenMP loop in the process, scikit-learn's
+    and torch's, then runs up to 3x slower. Dask's worker threads outlive the computation; this thread does not
+    (docs/design.md, "Scoring on Dask")."""
+    if threading.current_thread() is threading.main_thread():
+        return prediction_frame(estimator, part, target)
+    with ThreadPoolExecutor(1, thread_name_prefix="feat-partition") as pool:
+        return pool.submit(prediction_frame, estimator, part, target).result()
 
 
 def _once_per_worker(obj: object) -> object:

@@ -3,6 +3,7 @@ predictions as in-process pandas, whatever the partitions, the estimator shipped
 and one-line errors."""
 import os
 import sys
+import threading
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,6 @@ import pytest
 pytest.importorskip("distributed")        # a guard only: CI installs the dask extra (scripts/setup.sh)
 
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
 
 from feat_engine import FEATClassifier, FEATRegressor  # noqa: E402
 from feat_engine import dask_scoring  # noqa: E402
@@ -23,7 +23,7 @@ from feat_engine.predictions import prediction_frame  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, Client(c) as client:
+    with dask_scoring.connect("local", n_workers=2) as client:
         yield client
 
 
@@ -42,6 +42,21 @@ def fitted():
     clf = FEATClassifier(n_estimators=1).fit(train.drop(columns=["y"]), train["y"])
     reg = FEATRegressor(n_estimators=1).fit(train.drop(columns=["c"]), train["c"])
     return {"y": clf, "c": reg}, _table(120, 1)
+
+
+@pytest.mark.slow
+def test_a_local_cluster_leaves_the_environment_as_it_found_it(monkeypatch):
+    """distributed's nannies set OMP_NUM_THREADS=1 and more in this process for their workers, and leave them
+    set: every process started afterwards would run its OpenMP and BLAS loops on one thread. `connect("local")`
+    puts them back on exit; the workers still get them, and a value the user had set stays."""
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    with dask_scoring.connect("local", n_workers=1) as client:
+        assert set(client.run(lambda: os.environ.get("OMP_NUM_THREADS")).values()) == {"1"}
+        assert os.environ.get("OMP_NUM_THREADS") == "1"               # what distributed does meanwhile
+    assert not {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_"} & set(os.environ)
+    assert os.environ["MKL_NUM_THREADS"] == "3"
 
 
 @pytest.mark.slow
@@ -76,6 +91,28 @@ def test_without_a_client_the_threaded_scheduler_gives_the_same(fitted, monkeypa
     assert sum(isinstance(v, FEATClassifier) for v in literals) == 1       # one task, not one per partition
     pd.testing.assert_frame_equal(result.compute(scheduler="threads"), prediction_frame(estimators["y"], query, "y"),
                                   check_exact=False, atol=1e-5, rtol=0)
+
+
+def _os_threads_beyond_python() -> int:
+    """Threads of this process that Python did not start: OpenMP's teams among them."""
+    return len(os.listdir("/proc/self/task")) - threading.active_count()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_threaded_scheduler_leaves_no_openmp_threads_behind(fitted, monkeypatch):
+    """Dask's threaded scheduler keeps its worker threads alive after a computation. OpenMP teams started on them
+    would live as long, and once libgomp manages more threads than there are cores every later OpenMP loop in
+    the process runs up to 3x slower; the partitions run on threads of their own that end with them."""
+    import distributed
+    estimators, query = fitted
+
+    def no_client():
+        raise ValueError("No clients found")
+    monkeypatch.setattr(distributed, "default_client", no_client)
+    result = predict_partitions(estimators["y"], dd.from_pandas(query, npartitions=3), "y")
+    before = _os_threads_beyond_python()
+    result.compute(scheduler="threads", num_workers=2)
+    assert _os_threads_beyond_python() <= before
 
 
 @pytest.mark.slow
