@@ -473,11 +473,15 @@ class TargetScaler:
         v = _numeric(y)
         self.mean_, std = float(np.mean(v)), float(np.std(v))
         self.std_ = std if std > 0 else 1.0
+        self.constant_ = bool(np.ptp(v) == 0)
         return self
 
     def transform(self, y: pd.Series) -> np.ndarray:
         return ((_numeric(y) - self.mean_) / self.std_).astype(np.float32)
 
     def inverse_transform(self, z: np.ndarray) -> np.ndarray:
-        return np.asarray(z, dtype=np.float64) * self.std_ + self.mean_
+        """z in the target's units. A constant context target is the prediction for every row: a model that
+        has only ever read targets that vary would otherwise add its noise to it (±0.1 on a target of 3.0)."""
+        z = np.asarray(z, dtype=np.float64)
+        return np.full_like(z, self.mean_) if self.constant_ else z * self.std_ + self.mean_
 

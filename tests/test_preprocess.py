@@ -156,6 +156,9 @@ def test_regression_target_scaling_and_errors():
     assert abs(z.mean()) < 1e-6 and np.allclose(sc.inverse_transform(z), y)
     with pytest.raises(FEATInputError, match="not numeric"):
         TargetScaler().fit(pd.Series(["a", "b"]))
+    const = TargetScaler().fit(pd.Series([3.0] * 5))
+    assert np.array_equal(const.transform(pd.Series([3.0])), [0.0])
+    assert np.array_equal(const.inverse_transform(np.array([-0.1, 0.0, 0.4])), [3.0, 3.0, 3.0])
 
 
 def test_target_rows():
