@@ -4,6 +4,7 @@ and one-line errors."""
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -112,6 +113,9 @@ def test_threaded_scheduler_leaves_no_openmp_threads_behind(fitted, monkeypatch)
     result = predict_partitions(estimators["y"], dd.from_pandas(query, npartitions=3), "y")
     before = _os_threads_beyond_python()
     result.compute(scheduler="threads", num_workers=2)
+    deadline = time.monotonic() + 5                   # an ended thread's OpenMP threads leave a moment later
+    while _os_threads_beyond_python() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _os_threads_beyond_python() <= before
 
 
