@@ -280,6 +280,11 @@ class TablePreprocessor:
             parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
             return _Column(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
         if kind == "numeric":
+            raw = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            if n := int(np.isinf(raw).sum()):                  # as warn_unreadable says it of query rows
+                ex = ", ".join(repr(v) for v in pd.unique(s[np.isinf(raw)].astype(str))[:3])
+                warnings.warn(f"column {s.name!r}: {n} row{'s hold' if n > 1 else ' holds'} a value that is not a "
+                              f"finite number (e.g. {ex}), read as missing", FEATDataWarning, stacklevel=4)
             v = _numeric(s)
             v = v[np.isfinite(v)]
             if len(v) == 0 or np.all(v == v[0]):

@@ -73,6 +73,15 @@ def test_inf_becomes_missing_and_unseen_category_becomes_missing():
     assert not np.isnan(z[0, 1]) and np.isnan(z[1:, 1]).all()
 
 
+
+def test_infinite_context_values_are_named_at_fit():
+    """±inf in a context column is read as missing, and said so, as it is of query rows."""
+    ctx = pd.DataFrame({"x": [1.0, np.inf, 3.0, -np.inf, 5.0], "w": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    with pytest.warns(FEATDataWarning, match=r"column 'x': 2 rows hold a value that is not a finite number \(e.g. 'inf', '-inf'\), read as missing"):
+        pre = TablePreprocessor().fit(ctx)
+    assert np.isnan(pre.transform(ctx)[[1, 3], 0]).all()
+
+
 def test_datetime_expands_into_parts():
     df = pd.DataFrame({"t": pd.date_range("2020-01-01", periods=30, freq="31h"), "x": np.arange(30.0)})
     pre = TablePreprocessor().fit(df)
