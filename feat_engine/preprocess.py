@@ -161,6 +161,16 @@ def _unparsed(s: pd.Series, parsed: pd.Series) -> str:
     return f"; {int(bad.sum())} values that do not parse (e.g. {ex}) are read as missing"
 
 
+def _unreadable_note(bad: pd.Series, kind: str) -> str:
+    """"column 'x': 2 rows hold a value that is not a finite number (e.g. 'inf', '-inf'), read as missing", for
+    the values `bad` of one column that its encoding reads as missing."""
+    held = {"numeric": "a value that is not a finite number", "datetime": "a value that is not a date",
+            "categorical": "a level the context does not have"}[kind]
+    n = len(bad)
+    ex = ", ".join(repr(v) for v in pd.unique(bad.astype(str))[:3])
+    return f"column {bad.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} (e.g. {ex}), read as missing"
+
+
 def _numeric(s: pd.Series) -> np.ndarray:
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isfinite(v), v, np.nan)
@@ -281,12 +291,9 @@ class TablePreprocessor:
             return _Column(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
         if kind == "numeric":
             raw = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-            if n := int(np.isinf(raw).sum()):                  # as warn_unreadable says it of query rows
-                ex = ", ".join(repr(v) for v in pd.unique(s[np.isinf(raw)].astype(str))[:3])
-                warnings.warn(f"column {s.name!r}: {n} row{'s hold' if n > 1 else ' holds'} a value that is not a "
-                              f"finite number (e.g. {ex}), read as missing", FEATDataWarning, stacklevel=4)
-            v = _numeric(s)
-            v = v[np.isfinite(v)]
+            if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
+                warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
+            v = raw[np.isfinite(raw)]
             if len(v) == 0 or np.all(v == v[0]):
                 return "constant"
             return _Column(s.name, kind, integer=bool(np.all(v == np.round(v))), text=text)
@@ -329,12 +336,7 @@ class TablePreprocessor:
             bad = s.notna().to_numpy() & np.isnan(encoded[:, j])        # a column's first feature: NaN if any is
             j += len(c.features())
             if bad.any():
-                ex = ", ".join(repr(v) for v in pd.unique(s[bad].astype(str))[:3])
-                n = int(bad.sum())
-                held = {"numeric": "a value that is not a finite number", "datetime": "a value that is not a date",
-                        "categorical": "a level the context does not have"}[c.kind]
-                warnings.warn(f"{what} column {c.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} "
-                              f"(e.g. {ex}), read as missing", FEATDataWarning, stacklevel=4)
+                warnings.warn(f"{what} {_unreadable_note(s[bad], c.kind)}", FEATDataWarning, stacklevel=4)
 
     def check_columns(self, X: pd.DataFrame, what: str) -> pd.DataFrame:
         """X's columns in the context's order; raises naming the columns missing or unexpected."""

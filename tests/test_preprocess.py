@@ -73,7 +73,6 @@ def test_inf_becomes_missing_and_unseen_category_becomes_missing():
     assert not np.isnan(z[0, 1]) and np.isnan(z[1:, 1]).all()
 
 
-
 def test_infinite_context_values_are_named_at_fit():
     """±inf in a context column is read as missing, and said so, as it is of query rows."""
     ctx = pd.DataFrame({"x": [1.0, np.inf, 3.0, -np.inf, 5.0], "w": [1.0, 2.0, 3.0, 4.0, 5.0]})
