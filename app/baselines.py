@@ -19,19 +19,27 @@ def gbdt_name() -> str:
 
 
 def _encode_for_gbdt(X: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
-    """Text and bool columns as pandas categories fixed on `ref` (the training rows);
-    datetimes as days since 1970. Works on a copy."""
+    """Text, bool and category columns as pandas categories of their values' text, fixed on `ref` (the
+    training rows: a level seen only in X is missing to the GBDT); datetimes as days since 1970. Works on a
+    copy."""
     out = {}
     for c in X.columns:
         s = X[c]
         if pd.api.types.is_datetime64_any_dtype(s):
             out[c] = (s - pd.Timestamp("1970-01-01", tz=getattr(s.dt, "tz", None))) / pd.Timedelta(days=1)
         elif pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
-            cats = pd.Categorical(ref[c].dropna().astype(str)).categories
-            out[c] = pd.Categorical(s.where(s.isna(), s.astype(str)), categories=cats)
+            cats = pd.Categorical(_as_text(ref[c]).dropna()).categories
+            text = _as_text(s)
+            out[c] = pd.Categorical(text.where(text.isin(cats)), categories=cats)
         else:
             out[c] = pd.to_numeric(s, errors="coerce").astype(float)
     return pd.DataFrame(out, index=X.index)
+
+
+def _as_text(s: pd.Series) -> pd.Series:
+    """Each value's text, missing cells kept missing: a category column of numbers (an integer-coded
+    category) is read through its values, so its text never has to fit the numeric categories."""
+    return s.astype(object).map(str, na_action="ignore")
 
 
 def fit_predict_gbdt(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,

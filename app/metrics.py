@@ -27,38 +27,59 @@ def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = Fal
     return f"{text} {unit}" if unit else text
 
 
+def label_codes(values, labels: list) -> np.ndarray:
+    """Each label's position in `labels`, labels it lacks appended to it as they come: class labels of
+    any kind (numbers, text, bools, numpy scalars, pandas categories or nullable integers) become
+    integers, so scikit-learn's metrics never meet a mix of kinds (an integer 0/1 target read back as
+    objects was "a mix of binary and unknown targets" to them)."""
+    index = {_label_key(v): i for i, v in enumerate(labels)}
+    codes = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(pd.Series(values, dtype=object).tolist()):
+        key = _label_key(v)
+        if key not in index:
+            index[key] = len(labels)
+            labels.append(v)
+        codes[i] = index[key]
+    return codes
+
+
+def _label_key(v):
+    """A hashable key under which equal labels meet: numpy scalars as Python ones, missing as None."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def classification_metrics(y_true, y_pred, proba: np.ndarray | None = None, classes=None) -> dict[str, float]:
     """accuracy, macro F1 and ROC-AUC (binary: positive = classes[1]; multiclass: one-vs-rest
-    macro). ROC-AUC is NaN when the holdout has a single class or no probabilities are given."""
-    y_true = np.asarray(y_true)
-    y_pred = np.asarray(y_pred)
+    macro). ROC-AUC is NaN when the holdout has a single class or no probabilities are given.
+    The labels may be of any kind (`label_codes`); `proba`'s columns follow `classes`."""
+    labels = list(classes) if classes is not None else []
+    t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
     out = {
-        "accuracy": float(skm.accuracy_score(y_true, y_pred)),
-        "F1 (macro)": float(skm.f1_score(y_true, y_pred, average="macro", zero_division=0)),
+        "accuracy": float(skm.accuracy_score(t, p)),
+        "F1 (macro)": float(skm.f1_score(t, p, average="macro", zero_division=0)),
         "ROC-AUC": float("nan"),
     }
     if proba is not None and classes is not None:
-        out["ROC-AUC"] = roc_auc(y_true, np.asarray(proba, dtype=float), list(classes))
+        out["ROC-AUC"] = roc_auc(t, np.asarray(proba, dtype=float))
     return out
 
 
-def roc_auc(y_true, proba: np.ndarray, classes: list) -> float:
-    present = pd.unique(np.asarray(y_true))
-    if len(present) < 2:
+def roc_auc(codes: np.ndarray, proba: np.ndarray) -> float:
+    """ROC-AUC of class codes (`label_codes`; code c is proba's column c): binary for two classes, else
+    one-vs-rest macro over the classes present in the holdout with their probabilities renormalised. NaN
+    for a single class present, or a holdout class that the probabilities do not cover."""
+    present = np.unique(codes)
+    if len(present) < 2 or present[-1] >= proba.shape[1]:
         return float("nan")
-    if len(classes) == 2:
-        return float(skm.roc_auc_score(np.asarray(y_true) == classes[1], proba[:, 1]))
-    # one-vs-rest over the classes present in the holdout, probabilities renormalised
-    idx = [i for i, c in enumerate(classes) if c in set(present)]
-    p = proba[:, idx]
+    if proba.shape[1] == 2:
+        return float(skm.roc_auc_score(codes == 1, proba[:, 1]))
+    p = proba[:, present]
     p = p / np.clip(p.sum(axis=1, keepdims=True), 1e-12, None)
-    labels = [classes[i] for i in idx]
-    if len(labels) == 2:
-        return float(skm.roc_auc_score(np.asarray(y_true) == labels[1], p[:, 1]))
-    try:
-        return float(skm.roc_auc_score(y_true, p, multi_class="ovr", average="macro", labels=labels))
-    except ValueError:
-        return float("nan")
+    if len(present) == 2:
+        return float(skm.roc_auc_score(codes == present[1], p[:, 1]))
+    return float(skm.roc_auc_score(codes, p, multi_class="ovr", average="macro", labels=present))
 
 
 def regression_metrics(y_true, y_pred) -> dict[str, float]:
@@ -72,9 +93,13 @@ def regression_metrics(y_true, y_pred) -> dict[str, float]:
 
 
 def confusion(y_true, y_pred, labels) -> pd.DataFrame:
-    """Rows: true class, columns: predicted class, in the order of `labels`."""
-    cm = skm.confusion_matrix(np.asarray(y_true), np.asarray(y_pred), labels=list(labels))
-    names = [str(c) for c in labels]
+    """Rows: true class, columns: predicted class, in the order of `labels` (labels of any kind,
+    `label_codes`)."""
+    labels = list(labels)
+    k = len(labels)
+    t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
+    cm = skm.confusion_matrix(t, p, labels=np.arange(k))
+    names = [str(c) for c in labels[:k]]
     return pd.DataFrame(cm, index=pd.Index(names, name="true"), columns=pd.Index(names, name="predicted"))
 
 

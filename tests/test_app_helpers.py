@@ -194,6 +194,28 @@ def test_classification_metrics():
     assert m3["ROC-AUC"] == pytest.approx(1.0)
 
 
+def test_metrics_take_labels_of_any_kind_on_either_side():
+    """An integer 0/1 target comes back from the model as objects, from a category column as a Categorical, from
+    a nullable column as Int64: scikit-learn called that "a mix of binary and unknown targets" and the page
+    crashed. Every pairing of kinds scores as the plain integers do."""
+    truth, pred = [0, 1, 1, 0, 1], [0, 1, 0, 0, 1]
+    proba = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.9, 0.1], [0.2, 0.8]])
+    want = metrics.classification_metrics(truth, pred, proba, [0, 1])
+    kinds = [np.asarray(truth), np.asarray(truth, dtype=object), pd.Series(truth).astype("category"),
+             pd.Series(truth, dtype="Int64"), np.asarray(truth, dtype=float)]
+    for t in kinds:
+        for p in (np.asarray(pred, dtype=object), np.asarray(pred, dtype=np.int64)):
+            for classes in ([0, 1], [np.int64(0), np.int64(1)], np.array([0.0, 1.0])):
+                assert metrics.classification_metrics(t, p, proba, classes) == want
+                assert metrics.confusion(t, p, classes).to_numpy().tolist() == [[2, 0], [1, 2]]
+    bools = metrics.classification_metrics(np.asarray(truth, bool).astype(object), np.asarray(pred, bool), proba,
+                                           [False, True])
+    assert bools == want
+    # a holdout class the model never saw counts as wrong, and leaves ROC-AUC undefined
+    unseen = metrics.classification_metrics([0, 1, 2], [0, 1, 1], proba[:3], [0, 1])
+    assert unseen["accuracy"] == pytest.approx(2 / 3) and np.isnan(unseen["ROC-AUC"])
+
+
 def test_regression_metrics_and_confusion():
     m = metrics.regression_metrics([1, 2, 3, 4], [1, 2, 3, 6])
     assert m["RMSE"] == pytest.approx(1.0) and m["MAE"] == pytest.approx(0.5)

@@ -98,15 +98,16 @@ if submitted:
             bar = st.progress(0.0, text="starting")
             out = engine.predict(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
             bar.progress(1.0, text=f"FEAT done in {out.seconds:.1f} s")
-            gb = None
+            gb, gb_error = None, None
             if mode == "Evaluate" and with_gbdt:
                 st.write(f"Training {baselines.gbdt_name()} on the same {len(tr):,} rows ...")
                 try:
                     gb = baselines.fit_predict_gbdt(X_tr, y_tr, X_te, task, int(seed))
                 except Exception as e:  # the baseline failing must not hide FEAT's result
-                    st.warning(f"{baselines.gbdt_name()} failed on this split ({type(e).__name__}: {str(e)[:200]}); "
-                               "showing FEAT alone.")
-            status.update(label=f"Done: FEAT {out.seconds:.1f} s" + (f", {gb['name']} {gb['seconds']:.1f} s" if gb else ""),
+                    gb_error = (f"{baselines.gbdt_name()} could not be trained on this table ({type(e).__name__}: "
+                                f"{str(e)[:200]}), so the comparison shows FEAT alone.")
+            status.update(label=f"Done: FEAT {out.seconds:.1f} s" + (f", {gb['name']} {gb['seconds']:.1f} s" if gb else "")
+                          + (f", {baselines.gbdt_name()} failed (see below)" if gb_error else ""),
                           state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
@@ -114,7 +115,7 @@ if submitted:
         state.store_result("predict", {"target": target, "task": task, "mode": mode, "test_index": table.index[te],
                                        "y_true": y_all.iloc[te] if mode == "Evaluate" else None,
                                        "feat": out.value, "feat_seconds": out.seconds, "warnings": out.warnings,
-                                       "gbdt": gb, "n_train": len(tr)})
+                                       "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr)})
 
 res = state.result("predict")
 if res is None:
@@ -126,6 +127,8 @@ st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} row
 st.caption(f"How FEAT read the table: {feat['reading']}")
 for w in res["warnings"]:
     st.warning(f"FEAT: {w}", icon=":material/warning:")
+if res.get("gbdt_error"):
+    st.warning(res["gbdt_error"], icon=":material/warning:")
 
 if res["mode"] == "Evaluate":
     y_true = res["y_true"]
