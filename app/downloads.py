@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
+
+from feat_engine.predictions import prediction_table
 
 from .io import TableError
 
@@ -33,20 +36,15 @@ def _mixed_column(df: pd.DataFrame) -> str | None:
     return None
 
 
-def predictions_frame(index, y_pred, proba=None, classes=None, y_true=None, target: str = "target",
-                      extra: dict | None = None) -> pd.DataFrame:
-    """One row per predicted row: its row id in the uploaded table, the true value when
-    known, the prediction and, for classification, one probability column per class."""
-    out = pd.DataFrame({"row": list(index)})
+def predictions_frame(index, y_pred, proba=None, classes=None, y_true=None, target: str = "target") -> pd.DataFrame:
+    """One row per predicted row: its row id in the uploaded table ("row"), then the table `feat predict` writes
+    (`feat_engine.predictions.prediction_table`: the prediction under the target's name and, for
+    classification, one probability column per class), then the true value when known ("<target> (actual)")."""
+    out = np.asarray(y_pred) if proba is None or classes is None else np.asarray(proba, dtype=float)
+    table = prediction_table(out, classes, str(target), pd.Index(list(index), name="row")).reset_index()
     if y_true is not None:
-        out[target] = list(y_true)
-    out[f"predicted_{target}"] = list(y_pred)
-    if proba is not None and classes is not None:
-        for k, c in enumerate(classes):
-            out[f"p({c})"] = proba[:, k]
-    for k, v in (extra or {}).items():
-        out[k] = list(v)
-    return out
+        table[f"{target} (actual)"] = list(y_true)
+    return table
 
 
 def merge_columns(original: pd.DataFrame, filled: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +65,6 @@ def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT):
     m = mask.reindex(index=df.index, columns=df.columns, fill_value=False).to_numpy(dtype=bool)
 
     def paint(_):
-        import numpy as np
         return pd.DataFrame(np.where(m, style, ""), index=df.index, columns=df.columns)
 
     return df.style.apply(paint, axis=None).format(precision=3, na_rep="")

@@ -8,15 +8,12 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 import feat_engine as fe
-from feat_engine.ensemble import StepCounter
-
-Progress = Callable[[int, int, str], None]
+from feat_engine.progress import Progress, StepCounter
 
 
 class EngineError(ValueError):
@@ -178,7 +175,7 @@ def _max_features(meta: dict) -> int | None:
     """The widest table the checkpoint was pretrained on, as the engine reads it from the
     checkpoint's meta (needed because a loaded model carries no meta)."""
     try:
-        from feat_engine.ensemble import trained_max_features
+        from feat_engine.checkpoint import trained_max_features
         return int(trained_max_features(meta))
     except Exception:
         return None

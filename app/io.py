@@ -10,17 +10,18 @@ every cell that cannot be read that way is reported.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from feat_engine import infer_task, is_continuous
+from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
-from feat_engine.io import DELIMITERS, ENCODINGS  # noqa: F401  (the Data view's reading options)
-from feat_engine.io import Loaded, TableError, load_table
-from feat_engine.local_context import rows_per_run
-from feat_engine.preprocess import date_format, numbers_in_text, read_dates
+from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
+from feat_engine.preprocess import date_format, numbers_in_text, plan_column, read_dates
+from feat_engine.reading.local_parts import rows_per_run
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
 CELL_BYTES = 1536    # peak RSS per table cell of a default Predict run beside the engine, with margin (docs/design.md)
@@ -104,39 +105,37 @@ def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available:
 # --------------------------------------------------------------------------- types
 
 def detect_type(s: pd.Series) -> tuple[str, str]:
-    """(type, why) for one column: numeric, categorical or ignore (ids, free text, empty, dates)."""
-    n = len(s)
+    """(type, why) for one column: numeric, categorical or ignore. The engine's rule decides
+    (`feat_engine.preprocess.plan_column`: numbers, dates, categories, or dropped as constant or as
+    near-unique text); the app adds two display choices of its own: a column of consecutive whole numbers is
+    a row id to ignore, and whole numbers of two values are categories."""
     nn = s.dropna()
     if nn.empty:
         return "ignore", "all missing"
-    nunique = nn.nunique()
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and nn.nunique() > 1:
+        is_int = pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
+        if is_int and nn.nunique() == len(s) and len(s) > 50 and _is_sequence(nn):
+            return "ignore", "row id (1, 2, 3, ...)"
+        if is_int and nn.nunique() <= 2:
+            return "categorical", f"{nn.nunique()} integer values"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FEATDataWarning)      # the reason below says what the note would
+        plan = plan_column(s)
+    if isinstance(plan, str):
+        return "ignore", {"near-unique text/ID": "nearly unique text (an id or free text)"}.get(plan, plan)
+    if plan.kind == "datetime":
+        if plan.text:
+            return "numeric", f"dates as text ({plan.date_format}; the engine expands them into numeric parts)"
+        return "numeric", "date/time (the engine expands it into numeric parts)"
+    if plan.kind == "numeric":
+        if plan.text:
+            return "numeric", f"text holding numbers ({int(numbers_in_text(s).isna().sum() - s.isna().sum())} not numeric)"
+        return "numeric", "numbers"
     if pd.api.types.is_bool_dtype(s):
         return "categorical", "boolean"
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "categorical", "category dtype"
-    if pd.api.types.is_datetime64_any_dtype(s):
-        return "numeric", "date/time (the engine expands it into numeric parts)"
-    if pd.api.types.is_numeric_dtype(s):
-        if nunique == 1:
-            return "ignore", "constant"
-        is_int = pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
-        if is_int and nunique == n and n > 50 and _is_sequence(nn):
-            return "ignore", "row id (1, 2, 3, ...)"
-        if is_int and nunique <= 2:
-            return "categorical", f"{nunique} integer values"
-        return "numeric", "numbers"
-    # strings / objects: numbers or dates written as text are read as the engine reads them
-    as_num = numbers_in_text(nn)
-    if as_num is not None:
-        return "numeric", f"text holding numbers ({int(as_num.isna().sum())} not numeric)"
-    fmt = date_format(nn)
-    if fmt is not None:
-        return "numeric", f"dates as text ({fmt}; the engine expands them into numeric parts)"
-    if nunique == 1:
-        return "ignore", "constant"
-    if nunique > 0.9 * len(nn) and len(nn) > 20:
-        return "ignore", "nearly unique text (an id or free text)"
-    return "categorical", f"text with {nunique} distinct values"
+    return "categorical", f"text with {nn.nunique()} distinct values"
 
 
 def _is_sequence(nn: pd.Series) -> bool:

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from sklearn import metrics as skm
 
+from feat_engine.predictions import roc_auc
+
 
 def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = False) -> str:
     """A number as a metric card shows it: integers whole, other numbers to `digits` significant
@@ -62,24 +64,8 @@ def classification_metrics(y_true, y_pred, proba: np.ndarray | None = None, clas
         "ROC-AUC": float("nan"),
     }
     if proba is not None and classes is not None:
-        out["ROC-AUC"] = roc_auc(t, np.asarray(proba, dtype=float))
+        out["ROC-AUC"] = roc_auc(t, np.asarray(proba, dtype=float))     # classes the model lacks: NaN
     return out
-
-
-def roc_auc(codes: np.ndarray, proba: np.ndarray) -> float:
-    """ROC-AUC of class codes (`label_codes`; code c is proba's column c): binary for two classes, else
-    one-vs-rest macro over the classes present in the holdout with their probabilities renormalised. NaN
-    for a single class present, or a holdout class that the probabilities do not cover."""
-    present = np.unique(codes)
-    if len(present) < 2 or present[-1] >= proba.shape[1]:
-        return float("nan")
-    if proba.shape[1] == 2:
-        return float(skm.roc_auc_score(codes == 1, proba[:, 1]))
-    p = proba[:, present]
-    p = p / np.clip(p.sum(axis=1, keepdims=True), 1e-12, None)
-    if len(present) == 2:
-        return float(skm.roc_auc_score(codes == present[1], p[:, 1]))
-    return float(skm.roc_auc_score(codes, p, multi_class="ovr", average="macro", labels=present))
 
 
 def regression_metrics(y_true, y_pred) -> dict[str, float]:

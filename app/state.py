@@ -98,6 +98,28 @@ def require_dataset() -> dict | None:
     return ds
 
 
+def open_page(title: str) -> tuple[dict, pd.DataFrame]:
+    """The page's title, then the dataset and the table the model reads; without a table, a pointer to the Data
+    view and the page stops there."""
+    st.title(title)
+    ds = require_dataset()
+    if ds is None:
+        st.stop()
+    return ds, model_table()[0]
+
+
+def shown_result(kind: str) -> dict:
+    """The view's stored run on the current table, below a divider with FEAT's warnings on it; without one the
+    page stops here."""
+    res = result(kind)
+    if res is None:
+        st.stop()
+    st.divider()
+    for w in res["warnings"]:
+        st.warning(f"FEAT: {w}", icon=":material/warning:")
+    return res
+
+
 def result(kind: str) -> dict | None:
     r = st.session_state.get(f"result:{kind}")
     ds = dataset()

@@ -132,24 +132,14 @@ def column_kinds(X: pd.DataFrame) -> tuple[list, list]:
 
 # -- metrics -------------------------------------------------------------------------------------
 
-def auc_ovr(y: np.ndarray, proba: np.ndarray) -> float:
-    """ROC-AUC: binary on p(class 1); multiclass the macro one-vs-rest mean over the classes present
-    in y (sklearn's multi_class="ovr" when all are present)."""
-    from sklearn.metrics import roc_auc_score
-
-    k = proba.shape[1]
-    if k == 2:
-        return float(roc_auc_score(y, proba[:, 1])) if len(np.unique(y)) == 2 else float("nan")
-    scores = [roc_auc_score(y == c, proba[:, c]) for c in range(k) if 0 < (y == c).sum() < len(y)]
-    return float(np.mean(scores)) if scores else float("nan")
-
-
 def classification_metrics(y: np.ndarray, proba: np.ndarray) -> dict[str, float]:
-    """AUC (see auc_ovr), accuracy and macro F1 of the argmax."""
+    """AUC (`feat_engine.predictions.roc_auc`), accuracy and macro F1 of the argmax."""
     from sklearn.metrics import accuracy_score, f1_score
 
     pred = proba.argmax(1)
-    return {"auc": auc_ovr(y, proba), "acc": float(accuracy_score(y, pred)),
+    from feat_engine.predictions import roc_auc
+
+    return {"auc": roc_auc(y, proba), "acc": float(accuracy_score(y, pred)),
             "f1": float(f1_score(y, pred, average="macro", labels=np.arange(proba.shape[1]), zero_division=0))}
 
 
@@ -333,16 +323,17 @@ def add_precision_arg(p: argparse.ArgumentParser) -> None:
 def add_view_arg(p: argparse.ArgumentParser) -> None:
     """--view auto|additive|trees|none: FEAT's cross-fitted view (default: the estimators' own, "auto"), and
     --no-blend: FEAT's output not blended with the view's."""
-    from feat_engine.views import VIEWS
+    from feat_engine.reading.stacked_model import VIEWS
 
     def view(v: str) -> str | None:
         if v != "none" and v not in VIEWS:
             raise argparse.ArgumentTypeError(f"expected one of {', '.join(VIEWS)} or none, got {v!r}")
         return None if v == "none" else v
     p.add_argument("--view", type=view, default="auto",
-                   help=f"FEAT's view (feat_engine/views.py): {', '.join(VIEWS)} or none (default auto)")
+                   help=f"FEAT's stacked model (feat_engine/reading/stacked_model.py): {', '.join(VIEWS)} or none "
+                        "(default auto)")
     p.add_argument("--no-blend", dest="blend", action="store_false",
-                   help="FEAT's output alone, not blended with its view's (feat_engine/blend.py)")
+                   help="FEAT's output alone, not blended with its stacked model's (feat_engine/reading/blend.py)")
 
 
 def precision_text(precision: str, device: str = "auto") -> str:

@@ -1,4 +1,4 @@
-"""Scoring a fitted estimator again: what kept context states (`feat_engine/state_cache.py`) save.
+"""Scoring a fitted estimator again: what kept context states (`StateCache` in `feat_engine/inference.py`) save.
 
 A fitted `FEATClassifier` (one member by default, as in `scaling.py`'s end-to-end runs) on the first half of
 `scaling.py`'s table (D = 10) scores the other half:
@@ -20,9 +20,8 @@ import argparse
 import pickle
 import time
 
-import numpy as np
-
 import common as C
+import numpy as np
 from scaling import _table
 
 
@@ -34,7 +33,7 @@ def _timed(f) -> tuple[float, np.ndarray]:
 
 def measure(args) -> list[dict]:
     from feat_engine import FEATClassifier
-    from feat_engine.state_cache import StateCache
+    from feat_engine.inference import StateCache
 
     x, y, n_ctx = _table(args.rows, 0)
     est = FEATClassifier(n_estimators=args.n_estimators, random_state=0, checkpoint=args.checkpoint,

@@ -24,9 +24,10 @@ import argparse
 import time
 import traceback
 
+import common as C
 import numpy as np
 
-import common as C
+from feat_engine.predictions import roc_auc
 
 QUICK_TABLES = ["phoneme", "compas_two_year_recid", "pendigits"]
 
@@ -52,14 +53,14 @@ def run_table(name: str, members: list[int], args) -> dict:
         try:
             t0 = time.perf_counter()
             base = predict(ctx)
-            auc0 = C.auc_ovr(yq, base)
+            auc0 = roc_auc(yq, base)
             dp, mx, dauc, aucs, flips = [], [], [], [auc0], []
             for s in range(1, args.shuffles + 1):
                 p = predict(np.random.default_rng(s).permutation(ctx))
                 d = np.abs(p - base)
                 dp.append(float(d.mean()))   # two classes: equals the mean |change of p(class 1)|
                 mx.append(float(d.max()))
-                auc = C.auc_ovr(yq, p)
+                auc = roc_auc(yq, p)
                 aucs.append(auc)
                 dauc.append(abs(auc - auc0))
                 flips.append(float((p.argmax(1) != base.argmax(1)).mean()))

@@ -1,12 +1,18 @@
 """FEAT: a zero-shot tabular foundation model whose cost grows linearly with the rows."""
+from .checkpoint import load_model
 from .config import InferenceConfig, ModelConfig, PriorConfig, TrainConfig
-from .ensemble import load_model
+from .errors import FEATDataWarning, FEATInputError
 from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
-from .preprocess import FEATDataWarning, FEATInputError, infer_task, is_continuous
 from .relations import (
-    dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+    dependence_matrix,
+    edge_matrix,
+    mutual_information_matrix,
+    pearson_matrix,
+    relation_matrix,
+    spearman_matrix,
 )
+from .targets import infer_task, is_continuous
 
 __all__ = [
     "FEAT", "ModelConfig", "PriorConfig", "TrainConfig", "InferenceConfig",

@@ -1,18 +1,21 @@
 """Save and load FEAT weights with their config, a format version and a sha256 of the weights.
 
 A missing, truncated, corrupted or mismatched file raises `CheckpointError`, whose
-message names the file and the problem.
+message names the file and the problem. Loaded models are kept in a cache per file
+(`load_model_and_meta`); edge heads live beside their checkpoint (docs/design.md, "Checkpoints").
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .config import ModelConfig
+from .config import ModelConfig, PriorConfig
+from .errors import CheckpointError
 from .model import FEAT
 from .model.edge_head import EdgeHead
 
@@ -20,10 +23,6 @@ FORMAT = "feat-checkpoint"
 VERSION = 1
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "assets" / "feat-small.pt"
 EDGE_FORMAT = "feat-edge-head"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used; the message names the file and why."""
 
 
 def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
@@ -127,3 +126,43 @@ def load_edge_head(path: str | os.PathLike, backbone: str | os.PathLike | None =
     except RuntimeError as e:
         raise CheckpointError(f"edge head {path}: weights do not match its shape ({str(e).splitlines()[0]})") from None
     return head.eval(), blob["meta"]
+
+
+# --------------------------------------------------------------------------- loaded models, kept
+
+_CACHE: dict[tuple, tuple[FEAT, dict[str, Any]]] = {}
+_LOCK = threading.Lock()
+
+
+def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, dict[str, Any]]:
+    """Load a checkpoint once per (path, mtime, size) and keep it in a module-level cache.
+
+    The key includes the file's mtime and size, so a checkpoint replaced on disk is reloaded.
+    """
+    p = Path(DEFAULT_CHECKPOINT if path is None else path).resolve()
+    st = p.stat() if p.is_file() else None
+    key = (str(p), st.st_mtime_ns if st else None, st.st_size if st else None)
+    with _LOCK:
+        if key not in _CACHE:
+            for old in [k for k in _CACHE if k[0] == key[0]]:
+                del _CACHE[old]
+            _CACHE[key] = load_checkpoint(p)       # raises CheckpointError naming the file
+        return _CACHE[key]
+
+
+def load_model(path: str | os.PathLike | None = None) -> FEAT:
+    """The FEAT model of a checkpoint (default: the shipped assets/feat-small.pt), cached."""
+    return load_model_and_meta(path)[0]
+
+
+def resolve_model(checkpoint: str | os.PathLike | FEAT | None) -> tuple[FEAT, dict[str, Any]]:
+    """An estimator's `checkpoint` parameter (path, loaded model or None) -> (model, meta)."""
+    if isinstance(checkpoint, FEAT):
+        return checkpoint.eval(), {}
+    return load_model_and_meta(checkpoint)
+
+
+def trained_max_features(meta: dict[str, Any]) -> int:
+    """Widest table the checkpoint was pretrained on (its prior config, else the default prior)."""
+    prior = meta.get("prior") or meta.get("config", {}).get("prior") or {}
+    return int(prior.get("max_features", PriorConfig().max_features))

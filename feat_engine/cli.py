@@ -18,14 +18,28 @@ import warnings
 
 import pandas as pd
 
-from .checkpoint import CheckpointError
+from .errors import CheckpointError, FEATInputError
 from .estimators import LOCAL_CONTEXT, PRECISIONS, FEATClassifier, FEATImputer, FEATRegressor
-from .io import DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_parts, read_table, table_format, write_table
-from .predictions import Fitted, prediction_frame
-from .preprocess import FEATInputError, infer_task
-from .relations import (
-    dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
+from .io import (
+    DELIMITERS,
+    ENCODINGS,
+    names_parts,
+    output_directory,
+    parquet_parts,
+    read_table,
+    table_format,
+    write_table,
 )
+from .predictions import Fitted, prediction_frame
+from .relations import (
+    dependence_matrix,
+    edge_matrix,
+    mutual_information_matrix,
+    pearson_matrix,
+    relation_matrix,
+    spearman_matrix,
+)
+from .targets import infer_task
 
 
 def _progress(done: int, total: int, msg: str) -> None:

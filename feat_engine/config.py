@@ -2,18 +2,26 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
+
+C = TypeVar("C", bound="_Serialised")
 
 
-def _from_dict(cls, d: dict[str, Any]):
-    """Build a dataclass from a dict, ignoring unknown keys and turning lists into tuples."""
-    names = {f.name for f in fields(cls)}
-    kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
-    return cls(**kw)
+class _Serialised:
+    """A config that goes to and from a plain dict (a checkpoint's meta, a YAML file)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls: type[C], d: dict[str, Any]) -> C:
+        """Build the config from a dict, ignoring unknown keys and turning lists into tuples."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names})
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(_Serialised):
     """Shape of the FEAT network (paper section 4)."""
 
     d_model: int = 128            # d: width of every cell token
@@ -36,13 +44,6 @@ class ModelConfig:
         """Sample-axis mixer of block `block` ('afbm' or 'gla')."""
         return self.schedule[block % len(self.schedule)]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
-        return _from_dict(cls, d)
-
 
 @dataclass(frozen=True)
 class InferenceConfig:
@@ -55,19 +56,19 @@ class InferenceConfig:
 
 
 @dataclass(frozen=True)
-class PriorConfig:
+class PriorConfig(_Serialised):
     """Ranges of the hybrid SCM prior (paper section 4.5.1) and the real-table mix."""
 
-    min_rows: int = 64
+    min_rows: int = 64            # rows per table (context and query together)
     max_rows: int = 512
-    min_features: int = 1
+    min_features: int = 1         # features per table
     max_features: int = 24
-    min_ctx_frac: float = 0.3
+    min_ctx_frac: float = 0.3     # share of a table's rows that are context
     max_ctx_frac: float = 0.9
-    min_query: int = 16
+    min_query: int = 16           # query rows per table at least
     p_classification: float = 0.6
     max_classes: int = 10
-    p_binary: float = 0.5
+    p_binary: float = 0.5         # share of classification tables with two classes
     p_categorical_table: float = 0.3
     p_missing_table: float = 0.5
     p_additive: float = 0.0       # share of tables with an additive (GAM) teacher over the observed features
@@ -76,8 +77,8 @@ class PriorConfig:
     p_nominal: float = 0.0        # share of synthetic tables with a many-level nominal column that moves the target
     p_local: float = 0.0          # share of synthetic tables that are a local part of a 4x larger one
     max_local_pool: int = 4       # ... or of one up to this many times larger (batches.LOCAL_POOL_ROWS rows at most)
-    p_quantile: float = 0.0       # share of supervised batches handed over in the quantile view (quantile_view.py)
-    p_view: float = 0.0           # share of supervised batches with the additive view as a first column (views.py)
+    p_quantile: float = 0.0       # share of supervised batches in the quantile view (reading/quantile_transform.py)
+    p_view: float = 0.0           # ... with the additive stacked model as first column (reading/stacked_model.py)
     p_wide: float = 0.0           # share of supervised batches whose synthetic tables are cut to the width by relevance
     max_wide_features: int = 64   # features a wide table is drawn with, at most
     max_missing_rate: float = 0.3
@@ -86,21 +87,14 @@ class PriorConfig:
     p_real: float = 0.3                             # fraction of batches from allowlisted real tables
     mask_mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # cell / stripe / block
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "PriorConfig":
-        return _from_dict(cls, d)
-
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(_Serialised):
     """Pretraining loop settings."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     prior: PriorConfig = field(default_factory=PriorConfig)
-    batch_tokens: int = 49152      # cells a batch holds, about: tables = batch_tokens // (rows x (features + 1)), 1 to 64
+    batch_tokens: int = 49152      # cells a batch holds, about: tables = batch_tokens // (rows x (features + 1)), 1-64
     lr: float = 1.5e-3
     weight_decay: float = 0.0
     warmup_steps: int = 200
@@ -117,13 +111,10 @@ class TrainConfig:
     threads: int = 0               # torch intra-op threads (0: torch default)
     slow_down_init: bool = False   # --init-from: give model.slow_heads of each AFBM's heads slow decay (AFBM.slow_down)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
         d = dict(d)
         model = ModelConfig.from_dict(d.pop("model", {}) or {})
         prior = PriorConfig.from_dict(d.pop("prior", {}) or {})
-        base = _from_dict(cls, d)
+        base = super().from_dict(d)
         return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, "model": model, "prior": prior})

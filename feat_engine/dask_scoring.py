@@ -1,18 +1,14 @@
 """Scoring on Dask: a fitted FEATClassifier or FEATRegressor predicts a Dask DataFrame partition by
-partition, for query tables larger than one machine's memory.
+partition, for query tables larger than one machine's memory. Needs the optional extra:
+pip install "feat-engine[dask]".
 
     with connect("tcp://host:8786") as client:          # or connect("local"), or any distributed.Client
         result = predict_partitions(clf, dd.read_parquet("query/"), "y")
         result.to_parquet("out/")                         # or write_parquet_parts(result, "out/")
 
-`predict_partitions` gives, per partition, exactly the table `prediction_frame` gives in-process (same
-columns and dtypes, declared as `meta` so Dask never runs the model to infer them). Every partition is
-scored against the estimator's one shared context, and a query row's prediction never depends on the
-other query rows, so partitions are independent and partition boundaries do not change any result.
-The estimator, with its model rather than a checkpoint path, is scattered to every worker of the
-current distributed Client (without one, it enters the graph once as a single task), so each worker
-receives it once, not once per partition. Paths (query files, output directory) must be
-readable and writable by the workers. Needs the optional extra: pip install "feat-engine[dask]".
+Each partition gets exactly the table `prediction_frame` gives in-process, scored against the estimator's one
+shared context, so partition boundaries do not change any result. Paths (query files, output directory) must
+be readable and writable by the workers (docs/design.md, "Scoring on Dask").
 """
 from __future__ import annotations
 
@@ -27,9 +23,11 @@ from typing import TYPE_CHECKING, Iterator
 
 from sklearn.utils.validation import check_is_fitted
 
-from .ensemble import Progress, resolve_model
-from .io import TableError, output_directory, parquet_schema, read_table, write_table
+from .checkpoint import resolve_model
+from .errors import TableError
+from .io import output_directory, parquet_schema, read_table, write_table
 from .predictions import Fitted, prediction_frame, prediction_meta
+from .progress import Progress
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -106,7 +104,13 @@ def read_parquet_parts(files: list[str]) -> dd.DataFrame:
 def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> dd.DataFrame:
     """The fitted estimator's `prediction_frame` of every partition of query, lazily. The query's
     columns (bar `target`, which is ignored) are checked against the context's at once, without
-    reading any partition."""
+    reading any partition.
+
+    The result's columns and dtypes are declared as `meta`, so Dask never runs the model to infer them.
+    A query row's prediction never depends on the other query rows, so the partitions are independent.
+    The estimator, with its model rather than a checkpoint path, is scattered to every worker of the
+    current distributed Client (without one, it enters the graph once as a single task), so each worker
+    receives it once, not once per partition."""
     dd = _require("dask.dataframe")
     check_is_fitted(estimator, "members_")
     estimator.preprocessor_.check_names([c for c in query.columns if c != target], "query")
@@ -124,7 +128,7 @@ def _score_partition(estimator: Fitted, part: pd.DataFrame, target: str) -> pd.D
     partition on one of its worker threads. An OpenMP runtime (libgomp) keeps a team of threads for every
     thread that ran a parallel region, for as long as that thread lives, and once it manages more threads than
     there are cores it stops spinning at its barriers: every later OpenMP loop in the process, scikit-learn's
-    and torch's, then runs up to 3x slower. Dask's worker threads outlive the computation; this thread does not
+    and torch's, then runs several times slower. Dask's worker threads outlive the computation; this thread does not
     (docs/design.md, "Scoring on Dask")."""
     if threading.current_thread() is threading.main_thread():
         return prediction_frame(estimator, part, target)
@@ -135,8 +139,8 @@ def _score_partition(estimator: Fitted, part: pd.DataFrame, target: str) -> pd.D
 def _once_per_worker(obj: object) -> object:
     """obj as a graph input that each worker unpickles once: scattered to every worker of the current
     distributed Client, as a future. A delayed literal would travel from the worker that ran it to the
-    others on demand, and dask may fetch it again into a worker that had it (seen in CI: one worker
-    unpickled it twice). Without a Client (dask's local schedulers), a single delayed task."""
+    others on demand, and dask may fetch it again into a worker that had it (one worker then unpickles it
+    twice). Without a Client (dask's local schedulers), a single delayed task."""
     dask = _require("dask")
     try:
         client = importlib.import_module("distributed").default_client()

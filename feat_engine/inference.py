@@ -1,16 +1,14 @@
-"""The memory-bounded inference runner: one context pass, then query rows in chunks.
-
-The context is encoded once, layer by layer, with the feature axis in row chunks and
-the sample-axis mixers a few columns at a time, updating the token tensor in place, so
-peak memory is about one copy of the context tokens plus bounded scratch. Query rows
-then stream through the blocks in chunks, reading the cached per-layer states; each
-query's output does not depend on the chunking (see docs/design.md). Tables whose contexts share
-a shape (a member's local parts) can share one run, as a batch (`run_tables`): what a GPU needs.
-"""
+"""The memory-bounded inference runner: the context is encoded once, layer by layer in row and column chunks (peak
+memory about one copy of its tokens plus bounded scratch), then the query rows stream through the blocks in chunks,
+reading the per-layer states, so that a query's output does not depend on the chunking. Contexts of one shape (a
+member's local parts) can share a run as a batch (`run_tables`), and `StateCache` keeps a fitted estimator's context
+states between calls (docs/design.md, "Memory-bounded inference" and "Context states kept between calls")."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import platform
+import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +20,8 @@ from torch import Tensor
 
 from .config import InferenceConfig
 from .model import FEAT
-from .state_cache import StateCache, cache_setting
+from .progress import Progress
 
-Progress = Callable[[int, int, str], None]
 T, R = TypeVar("T"), TypeVar("R")
 
 # query rows are decoded in blocks of a multiple of this many rows (padded with zero rows): matrix products of a
@@ -70,7 +67,7 @@ def cpu_name() -> str:
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16). Elsewhere (AVX2 only)
-    bf16 autocast is emulated: 0.7 vs 59 GFLOP/s fp32 for a 4096x1024x1024 matmul on an AMD EPYC."""
+    bf16 autocast is emulated, far slower than fp32 (docs/design.md, "The compute floor")."""
     return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
 
 
@@ -225,10 +222,10 @@ def _floats(x: np.ndarray | Tensor) -> Tensor:
 def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.device = "auto",
              on_wait: Callable[[], None] | None = None) -> list[R]:
     """`[fn(item) for item in items]` for independent engine runs: on a CPU, as many runs at once as torch has
-    threads (at most one per item), torch's threads shared out among them. On two cores two runs of one
-    thread each have 1.16x the throughput of one run at a time on both (docs/design.md, "The compute
-    floor"). Results equal the sequential ones to rounding. `on_wait` is called on the caller's thread while
-    it waits (to relay the workers' progress to widgets that accept no other thread)."""
+    threads (at most one per item), torch's threads shared out among them: one engine run leaves cores idle
+    in its many small ops (docs/design.md, "The compute floor"). Results equal the sequential ones to rounding.
+    `on_wait` is called on the caller's thread while it waits (to relay the workers' progress to widgets that
+    accept no other thread)."""
     threads = torch.get_num_threads()
     workers = min(threads, len(items))
     if workers < 2 or resolve_device(device).type != "cpu":
@@ -248,3 +245,68 @@ def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.devic
     finally:
         pool.shutdown(cancel_futures=True)
         torch.set_num_threads(threads)                  # threads started later read the workers' setting otherwise
+
+
+# --------------------------------------------------------------------------- context states kept
+
+MAX_BYTES = 1024 * 2**20    # about 1,760 local parts of 11 features and the label (0.61 MB each)
+
+
+def _nbytes(obj: Any) -> int:
+    if isinstance(obj, Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(o) for o in obj)
+    return 0
+
+
+class StateCache:
+    """Thread-safe map from a run's context (and everything else its states depend on) to those states."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES):
+        self.max_bytes = max_bytes
+        self._items: dict[bytes, list[Any]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(x_ctx: Tensor, y: Tensor | None, task: str | None, column_ids: Tensor, setting: tuple) -> bytes:
+        """A digest of the context values, labels, task, column identities and the run's `setting`
+        (model, device, precision and chunking)."""
+        h = hashlib.blake2b(digest_size=20)
+        for t in (x_ctx, y, column_ids):
+            if t is not None:
+                a = t.detach().cpu().contiguous()
+                h.update(str((a.dtype, tuple(a.shape))).encode())
+                h.update(a.view(torch.uint8).numpy())
+        h.update(repr((task, setting)).encode())
+        return h.digest()
+
+    def get(self, key: bytes) -> list[Any] | None:
+        return self._items.get(key)
+
+    def put(self, key: bytes, states: list[Any]) -> None:
+        """Keep `states` under `key` while the cache has room for them."""
+        size = _nbytes(states)
+        with self._lock:
+            if key not in self._items and self._bytes + size <= self.max_bytes:
+                self._items[key] = states
+                self._bytes += size
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __getstate__(self) -> dict[str, int]:
+        return {"max_bytes": self.max_bytes}          # the states stay where they were computed
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__init__(state["max_bytes"])
+
+
+def cache_setting(model: torch.nn.Module, device: torch.device, cfg: Any, cols: int) -> tuple:
+    """What besides the inputs a run's states depend on: the model object, device, precision and chunking."""
+    return (id(model), str(device), bool(cfg.autocast_bf16), cfg.row_chunk, cols)

@@ -1,6 +1,6 @@
 """Reading and writing tables: CSV, TSV, Parquet and Excel, chosen by the file name's suffix.
 The `feat` CLI and the app read with this one reader, so they take the same files and say the
-same thing about those they cannot read.
+same thing about those they cannot read (docs/design.md, "CLI and file reading").
 
     df = read_table("train.csv")                        # a path
     df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format
@@ -28,7 +28,7 @@ from typing import IO, Iterator
 
 import pandas as pd
 
-from .preprocess import FEATInputError
+from .errors import TableError
 
 FORMATS = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
            ".xlsx": "excel", ".xlsm": "excel"}
@@ -36,15 +36,6 @@ ACCEPTED = "CSV (.csv, .txt), TSV (.tsv, .tab), Parquet (.parquet, .pq) or Excel
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 20  # the head of a text file that encoding checks and delimiter sniffing look at
-
-
-class TableError(FEATInputError):
-    """A table that cannot be used. `problem` says what is wrong (naming the file, column or
-    value), `fix` what to do; the message is both."""
-
-    def __init__(self, problem: str, fix: str = ""):
-        self.problem, self.fix = problem, fix
-        super().__init__(f"{problem} {fix}".strip())
 
 
 @dataclass

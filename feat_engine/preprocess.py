@@ -1,32 +1,21 @@
-"""Real tables -> the engine's float32 matrices, and back (see docs/design.md, "Preprocessing").
-
-* numeric columns: standardised with context mean/std, clipped to +-CLIP sigma;
-* categorical columns (object, string, category, bool): integer codes fixed on the context
-  (categories seen only in a query row become missing), then scaled like numbers; nominal ones
-  (unordered, >= NOMINAL_MIN_LEVELS levels) are marked so that the estimators can replace their
-  codes by in-context target statistics (`target_stats.py`);
-* datetimes: numeric parts (days since 1970, month, weekday, hour of day; constant parts dropped);
-* text columns that hold numbers or dates (at least TEXT_PARSE_SHARE of their values, as a CSV
-  with '?' or 'n/a' for missing, or ISO dates, gives them): read as numbers or dates, the values
-  that do not parse as missing, with a `FEATDataWarning` that names the column and what was read;
-* near-unique text/ID columns and constant columns: dropped with a `FEATDataWarning`;
-* NaN and +-inf: the engine's missing token (NaN).
-
-`TablePreprocessor.inverse_transform` writes imputed values back into the NaN cells of the
-original table only, in its units, dtype and categories; every observed cell keeps its bytes.
-"""
+"""Real tables -> the engine's float32 matrices, and back. Numeric columns (and text columns of numbers) are
+standardised with the context's statistics and clipped to +-CLIP; categorical columns become integer codes fixed on
+the context, nominal ones marked for target statistics (`target_stats.py`); datetimes (and text columns of dates)
+become numeric parts; near-unique text/ID and constant columns are dropped with a `FEATDataWarning`; missing cells
+are NaN. `TablePreprocessor.inverse_transform` fills only the original table's NaN cells
+(docs/design.md, "Preprocessing")."""
 from __future__ import annotations
 
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any, Hashable, Iterable
 
 import numpy as np
 import pandas as pd
 from scipy.sparse import issparse
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array
+
+from .errors import FEATDataWarning, FEATInputError, sklearn_words
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -46,24 +35,6 @@ def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
     mu = np.where(np.isfinite(mu), mu, 0.0)
     sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
     return np.clip((X - mu) / sd, -CLIP, CLIP)
-
-
-class FEATInputError(ValueError):
-    """Input FEAT cannot use; the message names the column, file or value at fault."""
-
-
-class FEATDataWarning(UserWarning):
-    """FEAT changed what it feeds the model (dropped a column or rows); the message names them."""
-
-
-@contextmanager
-def sklearn_words(what: str) -> Iterator[None]:
-    """Turn the ValueErrors of scikit-learn's checks into `FEATInputError`, their words kept (tools match
-    on them), prefixed with `what` (context, query, target ...)."""
-    try:
-        yield
-    except ValueError as e:
-        raise FEATInputError(f"{what}: {e}") from None
 
 
 def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
@@ -90,7 +61,7 @@ def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
     return X
 
 
-def _kind(s: pd.Series) -> str:
+def column_kind(s: pd.Series) -> str:
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
@@ -103,7 +74,7 @@ def _kind(s: pd.Series) -> str:
 def unordered(s: pd.Series) -> bool:
     """A categorical column whose codes carry no order: not boolean, not an ordered category."""
     ordered = pd.api.types.is_bool_dtype(s.dtype) or (isinstance(s.dtype, pd.CategoricalDtype) and s.cat.ordered)
-    return _kind(s) == "categorical" and not ordered
+    return column_kind(s) == "categorical" and not ordered
 
 
 def _is_text(s: pd.Series) -> bool:
@@ -171,7 +142,7 @@ def _unreadable_note(bad: pd.Series, kind: str) -> str:
     return f"column {bad.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} (e.g. {ex}), read as missing"
 
 
-def _numeric(s: pd.Series) -> np.ndarray:
+def numbers(s: pd.Series) -> np.ndarray:
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isfinite(v), v, np.nan)
 
@@ -190,7 +161,7 @@ _DATE_PARTS = {
 
 
 @dataclass
-class _Column:
+class ColumnPlan:
     """How one source column becomes features."""
 
     name: Hashable
@@ -208,7 +179,7 @@ class _Column:
     def encode(self, s: pd.Series) -> np.ndarray:
         """(N, n_features) float64, unscaled, NaN for missing / unseen."""
         if self.kind == "numeric":
-            return _numeric(s)[:, None]
+            return numbers(s)[:, None]
         if self.kind == "categorical":
             codes = self.categories.get_indexer(s).astype(np.float64)     # -1: missing or unseen
             codes[codes < 0] = np.nan
@@ -221,7 +192,7 @@ class _Column:
 @dataclass
 class RowDetail:
     """What the engine's clipped matrix leaves out of some rows, for the classical models fitted beside it
-    (`target_stats.py`, `views.py`): the level codes of the nominal columns, and the standardised values
+    (`target_stats.py`, `stacked_model.py`): the level codes of the nominal columns, and the standardised values
     before the clip, which merges a long tail into one value."""
 
     codes: np.ndarray       # (N, n_nominal) `TablePreprocessor.nominal_codes`
@@ -235,6 +206,43 @@ class RowDetail:
         return np.clip(self.values, -CLIP, CLIP)
 
 
+def plan_column(s: pd.Series) -> ColumnPlan | str:
+    """How the engine reads one context column (numbers, dates, categories), or why it drops it: the one
+    typing rule of the estimators, the CLI and the app."""
+    kind = column_kind(s)
+    observed = s.dropna()
+    fmt, parsed = None, None
+    if kind == "categorical" and (parsed := numbers_in_text(s)) is not None:
+        kind = "numeric"
+    elif kind == "categorical" and (fmt := date_format(s)) is not None:
+        kind, parsed = "datetime", read_dates(s, fmt)
+        observed = parsed.dropna()
+    text = parsed is not None
+    if text:
+        how = "numbers" if kind == "numeric" else f"dates ({fmt})"
+        warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
+                      FEATDataWarning, stacklevel=4)
+    if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
+        n_unique = observed.nunique()
+        if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):
+            return "near-unique text/ID"
+    if kind == "datetime":
+        parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
+        return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
+    if kind == "numeric":
+        raw = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
+            warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
+        v = raw[np.isfinite(raw)]
+        if len(v) == 0 or np.all(v == v[0]):
+            return "constant"
+        return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), text=text)
+    cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
+    if observed.nunique() < 2:
+        return "constant"
+    return ColumnPlan(s.name, kind, categories=cats, nominal=unordered(s) and len(cats) >= NOMINAL_MIN_LEVELS)
+
+
 class TablePreprocessor:
     """Fit on the context table; `transform` any table with the same columns."""
 
@@ -242,12 +250,12 @@ class TablePreprocessor:
         """Decide the encoding of every column of the context table X."""
         X = as_frame(X)
         self.columns_ = list(X.columns)
-        self.plan_: list[_Column] = []
+        self.plan_: list[ColumnPlan] = []
         self.dropped_: dict[Hashable, str] = {}
         self.constants_: dict[Hashable, Any] = {}      # the one observed value of each constant column
         ids, constant = [], []
         for name in X.columns:
-            col = self._plan(X[name])
+            col = plan_column(X[name])
             if isinstance(col, str):
                 self.dropped_[name] = col
                 (ids if col == "near-unique text/ID" else constant).append(name)
@@ -267,40 +275,6 @@ class TablePreprocessor:
         self.mean_ = np.nanmean(raw, axis=0)
         self.std_ = np.nanstd(raw, axis=0)
         return self
-
-    def _plan(self, s: pd.Series) -> _Column | str:
-        kind = _kind(s)
-        observed = s.dropna()
-        fmt, parsed = None, None
-        if kind == "categorical" and (parsed := numbers_in_text(s)) is not None:
-            kind = "numeric"
-        elif kind == "categorical" and (fmt := date_format(s)) is not None:
-            kind, parsed = "datetime", read_dates(s, fmt)
-            observed = parsed.dropna()
-        text = parsed is not None
-        if text:
-            how = "numbers" if kind == "numeric" else f"dates ({fmt})"
-            warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
-                          FEATDataWarning, stacklevel=4)
-        if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
-            n_unique = observed.nunique()
-            if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):
-                return "near-unique text/ID"
-        if kind == "datetime":
-            parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
-            return _Column(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
-        if kind == "numeric":
-            raw = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-            if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
-                warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
-            v = raw[np.isfinite(raw)]
-            if len(v) == 0 or np.all(v == v[0]):
-                return "constant"
-            return _Column(s.name, kind, integer=bool(np.all(v == np.round(v))), text=text)
-        cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
-        if observed.nunique() < 2:
-            return "constant"
-        return _Column(s.name, kind, categories=cats, nominal=unordered(s) and len(cats) >= NOMINAL_MIN_LEVELS)
 
     @property
     def feature_names_(self) -> list[str]:
@@ -389,7 +363,7 @@ class TablePreprocessor:
         return out
 
 
-def _decode(c: _Column, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -> pd.Series:
+def _decode(c: ColumnPlan, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -> pd.Series:
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
@@ -419,76 +393,3 @@ def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
 
 
 # -- targets -----------------------------------------------------------------------------
-
-def is_continuous(y: pd.Series) -> bool:
-    """Whether the observed values of y are what scikit-learn's `type_of_target` calls continuous:
-    numbers, not all of them whole. A classifier refuses such a target; `infer_task` calls it regression."""
-    if _kind(y) != "numeric":
-        return False
-    v = _numeric(y)
-    v = v[np.isfinite(v)]
-    return len(v) > 0 and type_of_target(v) == "continuous"
-
-
-def infer_task(y: pd.Series, max_classes: int = 10) -> str:
-    """'regression' for a continuous target or a numeric one of more than `max_classes` values; else
-    'classification' (text, booleans, categories, a few whole numbers). The one rule behind the
-    CLI's `--task auto` and the app's task detection."""
-    many = _kind(y) == "numeric" and y.nunique() > max_classes
-    return "regression" if many or is_continuous(y) else "classification"
-
-
-def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
-    """Boolean mask of rows with an observed target; warns when some are dropped, raises if none."""
-    y = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y)
-    if len(y) != n_rows:
-        raise FEATInputError(f"target {name!r} has {len(y)} values but the table has {n_rows} rows")
-    if pd.api.types.is_complex_dtype(y.dtype):
-        raise FEATInputError(f"target {name!r}: Complex data not supported")
-    keep = y.notna().to_numpy()
-    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
-        keep = keep & np.isfinite(_numeric(y))
-    if not keep.any():
-        raise FEATInputError(f"target {name!r} is all missing (NaN)")
-    if not keep.all():
-        warnings.warn(f"dropped {int((~keep).sum())} context rows whose target {name!r} is missing", FEATDataWarning, stacklevel=3)
-    return keep
-
-
-class ClassEncoder:
-    """Class labels of any type <-> 0..K-1 (sorted where the labels sort)."""
-
-    def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
-        self.classes_ = pd.Categorical(y).categories.to_numpy()
-        if len(self.classes_) < 2:
-            raise FEATInputError(f"target {name!r} has a single class ({self.classes_[0]!r}); classification needs at least two")
-        return self
-
-    def transform(self, y: pd.Series) -> np.ndarray:
-        return pd.Index(self.classes_).get_indexer(y).astype(np.int64)
-
-    def inverse_transform(self, codes: np.ndarray) -> np.ndarray:
-        return self.classes_[np.asarray(codes)]
-
-
-class TargetScaler:
-    """Regression targets: numeric check, standardisation with context stats, and its inverse."""
-
-    def fit(self, y: pd.Series, name: str = "y") -> "TargetScaler":
-        if pd.api.types.is_bool_dtype(y.dtype) or not pd.api.types.is_numeric_dtype(y.dtype):
-            raise FEATInputError(f"regression target {name!r} is not numeric (dtype {y.dtype}, e.g. {y.iloc[0]!r})")
-        v = _numeric(y)
-        self.mean_, std = float(np.mean(v)), float(np.std(v))
-        self.std_ = std if std > 0 else 1.0
-        self.constant_ = bool(np.ptp(v) == 0)
-        return self
-
-    def transform(self, y: pd.Series) -> np.ndarray:
-        return ((_numeric(y) - self.mean_) / self.std_).astype(np.float32)
-
-    def inverse_transform(self, z: np.ndarray) -> np.ndarray:
-        """z in the target's units. A constant context target is the prediction for every row: a model that
-        has only ever read targets that vary would otherwise add its noise to it (±0.1 on a target of 3.0)."""
-        z = np.asarray(z, dtype=np.float64)
-        return np.full_like(z, self.mean_) if self.constant_ else z * self.std_ + self.mean_
-

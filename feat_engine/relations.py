@@ -1,31 +1,9 @@
-"""Feature-relation matrices: FEAT attention (paper section 6.4), FEAT masking sensitivity,
-mutual information, Pearson and Spearman.
-
-`relation_matrix` reads the feature-axis attention of the pretrained model. The runner
-returns, per block, the attention (heads, C, C) averaged over rows, where C = D + 1 and the
-last token is the label. We average it over blocks and heads, drop the label token when
-there is no target, zero the diagonal (a token attending to itself says nothing about
-relations) and normalise each row to sum to 1. Entry [i, j] is then the share of row
-feature i's attention to *other* features that goes to column feature j: "i reads from j".
-The matrix is not symmetric. Each member of the ensemble draws its own row subsample
-(`max_rows`, default 1024: attention is an average over rows, which settles long before
-that), row order, column order and S-DFE identities from `random_state`, so the result is
-reproducible for a fixed seed.
-
-`dependence_matrix` asks the model a question with an answer in data units instead: how much
-worse does FEAT predict column i, in context from all the other columns, when column j is
-hidden from the query rows? Entry [i, j] is that loss increase as a share of column i's
-variance (for a classification target: of the Brier score of its class frequencies), clipped
-at 0. It measures what j adds about i beyond the other columns, so it tends to miss pairs
-linked only through a third observed column, which the attention and the correlations
-cannot tell apart from direct ones. `edge_matrix` asks a small head trained on the prior's causal graphs
-(model/edge_head.py) how likely each pair of columns is to be directly linked, from FEAT's column tokens
-and the pair's classical statistics (`pair_statistics`).
-`mutual_information_matrix` is the classical reference: of the statistics computed on the table alone it
-recovers the edges of held-out graphs best, and the edge head, which reads it, better still (docs/benchmarks.md,
-"Relation discovery"). Every
-matrix shares one column order: the encoded features (datetime columns expand into parts), then
-the target.
+"""Feature-relation matrices over one encoded table: where FEAT's feature-axis attention looks
+(`relation_matrix`, paper section 6.4), how much worse FEAT predicts a column without another
+(`dependence_matrix`), the edge head's probability of a direct link (`edge_matrix`), and the classical
+references: k-nearest-neighbour mutual information, Pearson and Spearman. Every matrix shares one column
+order: the encoded features (datetime columns expand into parts), then the target
+(docs/design.md, "Relation matrix" and "Dependence matrix, and what each matrix means").
 """
 from __future__ import annotations
 
@@ -39,14 +17,15 @@ from scipy.special import expit, softmax
 from scipy.stats import rankdata
 from sklearn.feature_selection import mutual_info_regression
 
-from .checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head
-from .ensemble import Progress, StepCounter, plan_members, resolve_model
+from .checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head, resolve_model
+from .errors import FEATInputError
 from .inference import map_runs, resolve_device, run
 from .model import FEAT
 from .model.edge_head import DEPTHS, EdgeHead
-from .preprocess import (
-    ClassEncoder, FEATInputError, TablePreprocessor, TargetScaler, as_frame, infer_task, target_rows,
-)
+from .preprocess import TablePreprocessor, as_frame
+from .progress import Progress, StepCounter
+from .reading.members import plan_members
+from .targets import ClassEncoder, TargetScaler, infer_task, target_rows
 
 
 def _split(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, pd.Series | None]:
@@ -95,7 +74,11 @@ def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: 
     noise. Columns are standardised with missing cells at the column mean (class codes and level codes read
     as numbers); a constant column scores 0; the diagonal is 0. Past `max_rows` rows a random subset
     (seeded by `random_state`) is read: the estimate settles long before, and each column costs
-    O(rows log rows) per other column."""
+    O(rows log rows) per other column.
+
+    The classical reference: of the statistics computed on the table alone it recovers the edges of held-out
+    causal graphs best, and the edge head, which reads it, better still (docs/benchmarks.md, "Relation
+    discovery")."""
     enc = encoded_table(X, target)
     if max_rows is not None and len(enc) > max_rows:
         enc = enc.iloc[np.sort(np.random.default_rng(random_state).permutation(len(enc))[:max_rows])]
@@ -177,8 +160,12 @@ def dependence_matrix(
     random_state: int | None = 0, device: str = "auto",
     checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """Masking sensitivity (see the module docstring): [i, j] = how much hiding column j from
-    the query rows worsens FEAT's in-context prediction of column i, as a share of i's variance.
+    """Masking sensitivity: [i, j] = how much worse FEAT predicts column i, in context from all the
+    other columns, when column j is hidden from the query rows. The loss increase is a share of column
+    i's variance (for a classification target: of the Brier score of its class frequencies), clipped at 0.
+    It measures what j adds about i beyond the other columns, so it tends to miss pairs linked only
+    through a third observed column, which the attention and the correlations cannot tell apart from
+    direct ones.
 
     `max_rows` rows are drawn (seeded by `random_state`); `n_query` of them are the queries and
     the rest the context. One run per column: its query rows come once whole and once per other
@@ -239,7 +226,9 @@ def edge_matrix(
     edge_head: str | os.PathLike | EdgeHead | None = None, progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Probability that columns i and j are directly linked (an edge of the table's causal graph, either
-    way), from FEAT's edge head: symmetric, zero diagonal, in relation_matrix's order.
+    way), from FEAT's edge head (model/edge_head.py), trained on the prior's causal graphs, which reads
+    FEAT's column tokens and the pair's classical statistics (`pair_statistics`): symmetric, zero
+    diagonal, in relation_matrix's order.
 
     Each of `n_estimators` members reads its own `max_rows` rows (seeded by `random_state`), column
     order and S-DFE draw, and the pair statistics of those rows; their logits are averaged. The head
@@ -287,7 +276,14 @@ def relation_matrix(
 ) -> pd.DataFrame:
     """D x D (or (D+1) x (D+1) with `target`, a column of X) FEAT attention relations.
 
-    Rows attend, columns are attended; zero diagonal; each row sums to 1 (see the module docstring).
+    The runner returns, per block, the feature-axis attention (heads, C, C) averaged over rows, where
+    C = D + 1 and the last token is the label. It is averaged over blocks and heads, the label token is
+    dropped when there is no target, the diagonal is zeroed (a token attending to itself says nothing
+    about relations) and each row is normalised to sum to 1. Entry [i, j] is then the share of row
+    feature i's attention to *other* features that goes to column feature j: "i reads from j"; the
+    matrix is not symmetric. Each member draws its own row subsample (`max_rows`: attention is an
+    average over rows, which settles long before that), row order, column order and S-DFE identities
+    from `random_state`, so the result is reproducible for a fixed seed.
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)

@@ -368,7 +368,15 @@ def test_download_bytes_parse_back():
 def test_predictions_frame_and_merge_and_highlight():
     p = downloads.predictions_frame([10, 11], np.array(["a", "b"]), np.array([[0.7, 0.3], [0.2, 0.8]]), ["a", "b"],
                                     y_true=["a", "a"], target="y")
-    assert list(p.columns) == ["row", "y", "predicted_y", "p(a)", "p(b)"] and p["p(b)"].tolist() == [0.3, 0.8]
+    assert list(p.columns) == ["row", "y", "p(a)", "p(b)", "y (actual)"] and p["p(b)"].tolist() == [0.3, 0.8]
+    assert p["row"].tolist() == [10, 11] and p["y"].tolist() == ["a", "b"] and p["y (actual)"].tolist() == ["a", "a"]
+    # the table `feat predict` writes, with the row ids and the true values beside it
+    from feat_engine.predictions import prediction_table
+
+    cli = prediction_table(np.array([[0.7, 0.3], [0.2, 0.8]]), np.array(["a", "b"], dtype=object), "y", pd.Index([10, 11]))
+    pd.testing.assert_frame_equal(p.drop(columns=["row", "y (actual)"]), cli.reset_index(drop=True))
+    r = downloads.predictions_frame([3], np.array([1.5]), target="price")
+    assert list(r.columns) == ["row", "price"] and r["price"].tolist() == [1.5]
     orig = pd.DataFrame({"a": [1.0, np.nan], "id": ["u", None], "b": [np.nan, 2.0]})
     filled = pd.DataFrame({"a": [1.0, 5.0], "b": [3.0, 2.0]})
     m = downloads.merge_columns(orig, filled)
@@ -428,7 +436,7 @@ def test_engine_input_errors_become_engine_errors():
 def test_stage_progress_never_goes_back():
     """The relations view's bar (StepCounter over two runs): each run counting 0..3 of 3 fills the first
     and the second half of one bar."""
-    from feat_engine.ensemble import StepCounter
+    from feat_engine.progress import StepCounter
     seen = []
     steps = StepCounter(lambda d, t, m: seen.append((d / t, m)), 2)
     for label in ("attention", "dependence"):

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-import feat_engine.estimators as est_mod
+import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATRegressor
-from feat_engine.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, RowDetail
-from feat_engine.views import MAX_LEVELS, TreeRows, fit_tree_view, fit_view
+from feat_engine.reading.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
+from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_model, fit_tree_model
 
 try:
     from .oracles import per_table
@@ -47,7 +47,7 @@ def test_blend_formulas_and_held_out_share():
 def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monkeypatch):
     """On a target of pure noise the nearest-row stand-in would score the held-out rows perfectly if their
     own labelled rows sat in the parts they read; held out, FEAT's loss is about twice the variance."""
-    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(4800, 3)), rng.normal(size=4800)
     reg = FEATRegressor(n_estimators=2, local_context=256, view="additive").fit(X, y)
@@ -64,7 +64,7 @@ def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monk
 def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch):
     """A target the additive view fits and the stand-in cannot (a sum over many features) takes the view;
     a ragged one-feature target that the nearest row reads and five spline knots cannot takes FEAT."""
-    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4800, 12))
     dense = X @ rng.normal(size=12)
@@ -84,7 +84,7 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
 def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k):
     """With a blend in force, a query's prediction is the weighted blend of the model's output and its
     view's, and does not depend on the other query rows."""
-    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_row_run))
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4400, 4))
     t = X[:, 0] + np.sin(2 * X[:, 1])
@@ -115,7 +115,7 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.model_selection import KFold
 
-    from feat_engine.views import FOLDS
+    from feat_engine.reading.stacked_model import FOLDS
 
     rng = np.random.default_rng(3)
     n = 400
@@ -132,7 +132,7 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     np.testing.assert_array_equal(design[:, 0], wide[:, 0])
     np.testing.assert_array_equal(design[:, 1], codes[:, 0])
     np.testing.assert_array_equal(design[:, 2], x[:, 2])
-    v = fit_view(x, y, False, 5, "trees", RowDetail(codes, wide), np.array([1, 2]))
+    v = fit_stacked_model(x, y, False, 5, "trees", RowDetail(codes, wide), np.array([1, 2]))
     mask = [False, True, False]
     oof = np.empty(n)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=5).split(design):
@@ -144,21 +144,21 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     full = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(design, y)
     want = full.predict(np.column_stack([wq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
     np.testing.assert_allclose(v.queries(xq, RowDetail(cq, wq)), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    clipped = fit_view(x, y, False, 5, "trees", RowDetail(codes, x), np.array([1, 2]))
+    clipped = fit_stacked_model(x, y, False, 5, "trees", RowDetail(codes, x), np.array([1, 2]))
     assert v.loss < 0.5 * clipped.loss                   # the tail beyond the clip carries signal the trees use
-    assert fit_tree_view(x, y, False, 5).rows is None
+    assert fit_tree_model(x, y, False, 5).rows is None
 
 
 def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
     """Up to STOP_ROWS context rows the tree view boosts the library's 100 rounds; beyond, early stopping
     chooses up to MAX_ROUNDS, one setting for every fold."""
-    from feat_engine.views import MAX_ROUNDS, STOP_ROWS
+    from feat_engine.reading.stacked_model import MAX_ROUNDS, STOP_ROWS
 
     rng = np.random.default_rng(0)
     for n, stops in ((STOP_ROWS, False), (STOP_ROWS + 1, True)):
         x = rng.normal(size=(n, 3)).astype(np.float32)
         y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.1 * rng.normal(size=n)
-        model = fit_tree_view(x, y, False, 0).model
+        model = fit_tree_model(x, y, False, 0).model
         assert model.early_stopping is stops
         assert model.max_iter == (MAX_ROUNDS if stops else 100) and model.n_iter_ <= model.max_iter
         assert (model.n_iter_ > 100) is stops          # this smooth target keeps improving past 100 rounds

@@ -12,9 +12,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from app_driver import (CHROMIUM, ROOT, RUN_TIMEOUT, app_server, chromium, nav, pick_target, set_number, upload,
-                        wait_idle, wait_watching_progress, write_wide_csv)
+from app_driver import (
+    CHROMIUM,
+    ROOT,
+    RUN_TIMEOUT,
+    app_server,
+    chromium,
+    nav,
+    pick_target,
+    set_number,
+    upload,
+    wait_idle,
+    wait_watching_progress,
+    write_wide_csv,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -101,11 +112,11 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download predictions (CSV)").click()
     pred = pd.read_csv(dl.value.path())
-    assert len(pred) == 30 and {"row", "cultivar", "predicted_cultivar"} <= set(pred.columns)
+    assert len(pred) == 30 and {"row", "cultivar", "cultivar (actual)"} <= set(pred.columns)
     probs = pred[[c for c in pred.columns if c.startswith("p(")]]
     assert probs.shape[1] == 3 and np.allclose(probs.sum(axis=1), 1.0, atol=1e-4)
-    assert set(pred["predicted_cultivar"]) <= set(df["cultivar"])
-    assert (pred["cultivar"].to_numpy() == df.loc[pred["row"], "cultivar"].to_numpy()).all()
+    assert set(pred["cultivar"]) <= set(df["cultivar"])
+    assert (pred["cultivar (actual)"].to_numpy() == df.loc[pred["row"], "cultivar"].to_numpy()).all()
     _shot(page, "predict")
 
     # --- Impute
@@ -203,5 +214,5 @@ def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
     with page.expect_download(timeout=120_000) as dl:
         page.get_by_role("button", name="Download predictions (CSV)").click()
     pred = pd.read_csv(dl.value.path())
-    assert len(pred) == 25_000 and set(pred["predicted_y"]) <= {"yes", "no"}
-    assert (pred["predicted_y"] == pred["y"]).mean() > 0.7
+    assert len(pred) == 25_000 and set(pred["y"]) <= {"yes", "no"}
+    assert (pred["y"] == pred["y (actual)"]).mean() > 0.7

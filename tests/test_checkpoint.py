@@ -1,13 +1,12 @@
 """checkpoint.py: save/load round trips and the CheckpointError for bad files (issue 2, tests bullet 6)."""
 from __future__ import annotations
 
-import torch
 import pytest
+import torch
 
 from feat_engine import FEAT, ModelConfig
-from feat_engine.checkpoint import (
-    FORMAT, VERSION, CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint, weights_sha256,
-)
+from feat_engine.checkpoint import FORMAT, VERSION, load_checkpoint, read_checkpoint, save_checkpoint, weights_sha256
+from feat_engine.errors import CheckpointError
 
 SMALL = ModelConfig(d_model=16, n_blocks=4, attn_heads=2, d_state=4, ssm_heads=2, chunk_size=8,
                     gla_heads=2, d_hidden=16, dfe_rank=4, max_classes=10)

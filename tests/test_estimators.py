@@ -16,13 +16,12 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-import feat_engine.estimators as est_mod
+import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
+from feat_engine.errors import FEATDataWarning
 from feat_engine.estimators import COLUMN_MEMBERS
-from feat_engine.inference import uses_bf16
-from feat_engine.ensemble import plan_members
-from feat_engine.inference import RunResult
-from feat_engine.preprocess import FEATDataWarning
+from feat_engine.inference import RunResult, uses_bf16
+from feat_engine.reading.members import plan_members
 
 try:
     from .oracles import per_table
@@ -30,6 +29,7 @@ except ImportError:
     from oracles import per_table
 
 from test_preprocess import mixed_table
+
 
 def data(n=80, d=4, seed=0):
     rng = np.random.default_rng(seed)
@@ -96,7 +96,7 @@ def nearest_neighbour_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **
 
 @pytest.mark.parametrize("k, multiclass", [(2, "ovr"), (5, "head"), (5, "ovr"), (11, "ovr"), (30, "ovr")])
 def test_class_routing_with_an_oracle_engine(k, multiclass, monkeypatch):
-    monkeypatch.setattr(est_mod, "run_tables", per_table(nearest_neighbour_run))
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_neighbour_run))
     rng = np.random.default_rng(k)
     centres = rng.normal(scale=10, size=(k, 3))
     y = np.repeat(np.arange(k), 4)
@@ -250,14 +250,14 @@ def test_imputer_default_members(method, members):
 def test_imputer_progress_order_does_not_depend_on_which_column_starts_first(monkeypatch):
     """The columns' runs keep their column order in the progress stream whichever worker starts first (a
     worker that started column 2 first used to take its place, and column 0's report then ended the stream)."""
-    from feat_engine import estimators
+    from feat_engine.estimators import imputer
 
     def last_first(fn, items, device="auto", on_wait=None):     # the columns run in reverse order
         out = [fn(item) for item in reversed(list(items))][::-1]
         on_wait()
         return out
 
-    monkeypatch.setattr(estimators, "map_runs", last_first)
+    monkeypatch.setattr(imputer, "map_runs", last_first)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 4))
     X[rng.uniform(size=80) < 0.2, 0] = np.nan
@@ -377,7 +377,7 @@ def test_kept_context_states_give_the_same_numbers_without_encoding_again(Est, m
     """A fitted estimator keeps each run's context states (`state_cache.py`): a second predict, and
     queries one row at a time, encode no context and give, bit for bit, what an estimator that keeps
     nothing gives; the states depend on the precision, so changing it reads the contexts anew."""
-    from feat_engine.state_cache import StateCache
+    from feat_engine.inference import StateCache
 
     count = _counting_encodes(monkeypatch)
     rng = np.random.default_rng(12)
@@ -411,7 +411,7 @@ def test_kept_states_respect_their_budget_and_never_travel_in_a_pickle():
 
     import torch
 
-    from feat_engine.state_cache import StateCache
+    from feat_engine.inference import StateCache
 
     cache = StateCache(max_bytes=3 * 400)
     states = [(torch.zeros(10, 10),)]                        # 400 bytes

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from feat_engine import FEATInputError
-from feat_engine.io import TableError, load_table, read_table, write_table
+from feat_engine.errors import TableError
+from feat_engine.io import load_table, read_table, write_table
 
 FRAME = pd.DataFrame({"région": ["Île-de-France", "Bretagne", "Provence"], "prix": [1.5, 2.25, 3.0],
                       "niveau": ["élevé", "bas", "élevé"]})

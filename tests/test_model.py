@@ -204,6 +204,7 @@ def test_feature_attention_weights_are_the_softmax():
     """The written-out attention equals PyTorch's fused kernel and softmax, with and without gradients;
     returning the weights changes nothing."""
     import torch.nn.functional as F
+
     from feat_engine.model.feature_attn import softmax_last
     torch.manual_seed(1)
     fa = FeatureAttention(SMALL).eval()
@@ -375,6 +376,7 @@ def test_map_runs_keeps_order_shares_the_threads_and_restores_them():
     """Runs on worker threads: results in the items' order, one torch thread each on two, an error raised in
     the caller, and the caller's thread count back afterwards, also for threads started later."""
     import threading
+
     from feat_engine.inference import map_runs
 
     def later_thread_count() -> int:
@@ -401,7 +403,8 @@ def test_map_runs_keeps_order_shares_the_threads_and_restores_them():
 
 def test_step_counter_reports_workers_progress_on_its_own_thread_and_never_back():
     import threading
-    from feat_engine.ensemble import StepCounter
+
+    from feat_engine.progress import StepCounter
     seen = []
     steps = StepCounter(lambda d, t, m: seen.append((d / t, m, threading.get_ident())), 4)
     cbs = [steps.callback(f"part {i}") for i in range(4)]
@@ -438,8 +441,7 @@ def test_tables_read_as_one_batch_equal_each_table_alone(model, bf16):
     """`run_tables` encodes B contexts of one shape as a batch and decodes each table's queries beside the others'
     (shorter ones padded): each table gets its own `run`'s numbers, and the same bits whatever the other tables
     hold or ask; its states go to the cache under a key that names the batch size."""
-    from feat_engine.inference import run_tables
-    from feat_engine.state_cache import StateCache
+    from feat_engine.inference import StateCache, run_tables
     rng = np.random.default_rng(11)
     ctxs = [rng.standard_normal((96, 5)).astype(np.float32) for _ in range(3)]
     ys = [(c[:, 0] + c[:, 1] > 0).astype(np.float32) for c in ctxs]

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feat_engine.preprocess import (
-    CLIP, ClassEncoder, FEATDataWarning, FEATInputError, TablePreprocessor, TargetScaler, infer_task, target_rows,
-)
+from feat_engine.errors import FEATDataWarning, FEATInputError
+from feat_engine.preprocess import CLIP, TablePreprocessor
+from feat_engine.targets import ClassEncoder, TargetScaler, infer_task, target_rows
 
 
 def mixed_table(n: int = 40, seed: int = 0) -> pd.DataFrame:

@@ -8,11 +8,19 @@ import pandas as pd
 import pytest
 
 from feat_engine.config import PriorConfig
-from feat_engine.prior import batches, real
 from feat_engine.preprocess import standardise
+from feat_engine.prior import batches, real
 from feat_engine.prior.batches import local_part, make_batch
-from feat_engine.prior.scm import (SCMTable, _additive_teacher, _linear_teacher, _tree_teacher, kumaraswamy_warp,
-                                   prototype_roots, sample_scm, scale_free_dag)
+from feat_engine.prior.scm import (
+    SCMTable,
+    _additive_teacher,
+    _linear_teacher,
+    _tree_teacher,
+    kumaraswamy_warp,
+    prototype_roots,
+    sample_scm,
+    scale_free_dag,
+)
 
 
 def test_dag_is_acyclic_and_has_hubs():
@@ -194,7 +202,7 @@ def test_view_share_hands_tables_over_with_the_additive_view_first(monkeypatch):
     """In a view batch every table's first column is the additive view fitted on its context (the spy's
     own view, for context and query rows), it is never masked, and multiclass tables come as one
     one-vs-rest run; off by default."""
-    calls, fit = [], batches.fit_additive_view
+    calls, fit = [], batches.fit_additive_model
 
     def spy(x, y, classification, seed):
         view, seen = fit(x, y, classification, seed), {}
@@ -203,7 +211,7 @@ def test_view_share_hands_tables_over_with_the_additive_view_first(monkeypatch):
             view.queries = lambda xq: seen.setdefault("out", (xq.copy(), queries(xq)))[1]
         calls.append((x.copy(), view, seen))
         return view
-    monkeypatch.setattr(batches, "fit_additive_view", spy)
+    monkeypatch.setattr(batches, "fit_additive_model", spy)
     plain = PriorConfig(max_rows=256, max_features=6, p_real=0.0)
     for i in range(4):
         make_batch(5, i, plain, None)

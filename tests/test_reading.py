@@ -3,22 +3,25 @@ features for wide tables, local contexts for long ones, and query independence t
 import numpy as np
 import pandas as pd
 import pytest
-
-import feat_engine.estimators as est_mod
-import feat_engine.local_context as lc_mod
-from feat_engine import FEATClassifier, FEATRegressor
-from feat_engine.ensemble import plan_members, ranked_features
-from feat_engine.inference import RunResult
-from feat_engine.local_context import GROUP, OVERLAP, local_contexts
-from feat_engine.power_target import fit_power_target
-from feat_engine.quantile_view import quantile_normal
-from feat_engine.reading_choice import HOLDOUT, WHOLE_ROWS, choose_local_context
-from feat_engine.preprocess import FEATInputError, TablePreprocessor, standardise
-from feat_engine.relevance import relevance
-from feat_engine.target_stats import with_target_stats
-from feat_engine.views import fit_additive_view, fit_tree_view, fit_view
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import PowerTransformer
+
+import feat_engine.estimators.runner as runner
+import feat_engine.reading.local_parts as lc_mod
+from feat_engine import FEATClassifier, FEATRegressor
+from feat_engine.errors import FEATInputError
+from feat_engine.estimators import in_context
+from feat_engine.inference import RunResult
+from feat_engine.preprocess import TablePreprocessor, standardise
+from feat_engine.reading.blend import blend_prediction
+from feat_engine.reading.context_size import HOLDOUT, WHOLE_ROWS, choose_local_context
+from feat_engine.reading.local_parts import GROUP, OVERLAP, local_contexts
+from feat_engine.reading.members import plan_members, ranked_features
+from feat_engine.reading.power_target import fit_power_target
+from feat_engine.reading.quantile_transform import quantile_normal
+from feat_engine.reading.relevance import relevance
+from feat_engine.reading.stacked_model import fit_additive_model, fit_stacked_model, fit_tree_model
+from feat_engine.reading.target_stats import with_target_stats
 
 try:
     from .oracles import per_table
@@ -153,7 +156,7 @@ def recording_run(calls):
 
 def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(monkeypatch):
     calls = []
-    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(400, 3))
     y = 100 + 10 * (X[:, 0] + X[:, 1])
@@ -204,7 +207,7 @@ def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_miss
 
 def test_odd_members_read_the_quantile_view(monkeypatch):
     calls = []
-    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
     X = np.random.default_rng(2).lognormal(0, 1.5, size=(300, 3))
     reg = FEATRegressor(n_estimators=2, local_context=None, view=None).fit(X, np.log(X[:, 0]))
     reg.predict(X[:20])
@@ -270,7 +273,7 @@ def test_power_members_map_their_outputs_back_and_each_query_still_reads_alone(m
     def run(model, x_ctx, y_ctx, x_query, task, **kw):
         labels.append(np.array(y_ctx))
         return record(model, x_ctx, y_ctx, x_query, task, **kw)
-    monkeypatch.setattr(est_mod, "run_tables", per_table(run))
+    monkeypatch.setattr(runner, "run_tables", per_table(run))
     X, target = lognormal_target()
     reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:300], target[:300])
     pred = reg.predict(X[300:])
@@ -279,7 +282,7 @@ def test_power_members_map_their_outputs_back_and_each_query_still_reads_alone(m
     np.testing.assert_allclose(labels[0], reg.y_[reg.members_[0].rows], atol=1e-6)
     np.testing.assert_allclose(labels[1], inputs[1].target.forward(reg.y_[reg.members_[1].rows]), atol=1e-6)
     outs = reg._outputs(*reg._query_rows(X[300:]))
-    member = [reg.scaler_.inverse_transform(inputs[i].output(est_mod.blend_prediction(p, v, reg._weight())))
+    member = [reg.scaler_.inverse_transform(inputs[i].output(blend_prediction(p, v, reg._weight())))
               for i, (p, v) in enumerate(outs)]
     np.testing.assert_allclose(pred, np.mean(member, axis=0), rtol=1e-6)
     assert target[:300].min() - 1e-6 <= member[1].min() and member[1].max() <= target[:300].max() + 1e-6
@@ -350,7 +353,7 @@ def test_auto_reading_chooses_small_parts_where_the_target_is_local(monkeypatch)
         if progress is not None:
             progress(1, 1, "read")
         return RunResult(logits=None, pred=np.full(len(x_query), float(np.mean(y_ctx))), recon=None, attention=None)
-    monkeypatch.setattr(est_mod, "run_tables", per_table(mean_run))
+    monkeypatch.setattr(runner, "run_tables", per_table(mean_run))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 2))
     seen = []
@@ -365,7 +368,7 @@ def test_auto_reading_chooses_small_parts_where_the_target_is_local(monkeypatch)
 
 
 def test_auto_reading_scores_classes_by_the_log_loss_of_the_true_class(monkeypatch):
-    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run([])))
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run([])))
     X, y = nominal_table(n=240)
     labels = np.array(["a", "b", "c"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
     clf = FEATClassifier(n_estimators=1, random_state=0).fit(X, labels)
@@ -380,6 +383,7 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
     """The parts of a long context run two at a time on two threads (`map_runs`): the same predictions as
     one part at a time, and progress only ever reaches the caller on its own thread."""
     import threading
+
     import torch
     rng = np.random.default_rng(3)
     X = rng.normal(size=(700, 4))
@@ -412,12 +416,12 @@ def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch
     y = X[:, 0] + np.sin(3 * X[:, 1])
     y = y if Est is FEATRegressor else (y > 0).astype(int)
     sizes, got = [], {}
-    real = est_mod.run_tables
+    real = runner.run_tables
 
     def counted(model, x_ctx, *args, **kwargs):
         sizes.append(len(x_ctx))
         return real(model, x_ctx, *args, **kwargs)
-    monkeypatch.setattr(est_mod, "run_tables", counted)
+    monkeypatch.setattr(runner, "run_tables", counted)
     for per_run in (1, 3):
         monkeypatch.setitem(inf_mod.TABLES_PER_RUN, "cpu", per_run)
         said = []
@@ -449,7 +453,7 @@ def _hand_basis(x: np.ndarray, xq: np.ndarray, splines: bool = True) -> tuple[np
 
 def _view(x, y, xq, classification, seed):
     """The fitted view's context column and its values for the queries xq (None where there is no view)."""
-    v = fit_additive_view(x, y, classification, seed)
+    v = fit_additive_model(x, y, classification, seed)
     return None if v is None else (v.context, v.queries(xq))
 
 
@@ -459,7 +463,7 @@ def _hand_ridge_view(x, y, xq, seed, splines):
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import KFold
 
-    from feat_engine.views import FOLDS
+    from feat_engine.reading.stacked_model import FOLDS
 
     b, bq = _hand_basis(np.nan_to_num(x), xq, splines)
     oof = np.empty(len(y))
@@ -508,28 +512,30 @@ def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
     """Past MAX_BASIS design columns the splines are not fitted at all: the features enter alone, through lbfgs
     for a binary run (a Cholesky factor of so many columns is too large); many small linear effects on few rows
     are read better by the lines than by the splines that fit noise."""
-    import feat_engine.views as lv
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import SplineTransformer
+
+    import feat_engine.reading.stacked_model as lv
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(300, 40))
     y = x @ rng.normal(size=40) / np.sqrt(40) + 0.3 * rng.normal(size=300)
-    v = fit_additive_view(x, y, False, 0)                              # 40 x 8 = 320 columns: both candidates
+    v = fit_additive_model(x, y, False, 0)                              # 40 x 8 = 320 columns: both candidates
     assert v.design(x[:2]).shape == (2, 40)                            # the lines lose less on 300 rows
     fitted, solvers = [], []
     monkeypatch.setattr(lv, "MAX_BASIS", 39)
     monkeypatch.setattr(SplineTransformer, "fit", lambda self, *a, **k: fitted.append(1) or self)
     real = LogisticRegression.fit
     monkeypatch.setattr(LogisticRegression, "fit", lambda self, *a, **k: (solvers.append(self.solver), real(self, *a, **k))[1])
-    w = fit_additive_view(x, (y > 0).astype(int), True, 0)
+    w = fit_additive_model(x, (y > 0).astype(int), True, 0)
     assert not fitted and set(solvers) == {"lbfgs"} and w.design(x[:2]).shape == (2, 40)
 
 
 def test_view_fits_read_at_most_fit_rows(monkeypatch):
     """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value."""
-    import feat_engine.views as lv
     from sklearn.linear_model import Ridge
+
+    import feat_engine.reading.stacked_model as lv
 
     seen = []
     real_fit = Ridge.fit
@@ -565,13 +571,13 @@ def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.model_selection import KFold
 
-    from feat_engine.views import FOLDS
+    from feat_engine.reading.stacked_model import FOLDS
 
     rng = np.random.default_rng(0)
     x, xq = rng.normal(size=(120, 3)), rng.normal(size=(6, 3))
     x[5, 2] = np.nan
     y = (x[:, 0] > 0) * 2.0 + x[:, 1] + 0.1 * rng.normal(size=120)
-    v = fit_tree_view(x, y, False, seed=4)
+    v = fit_tree_model(x, y, False, seed=4)
     oof = np.empty(120)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=4).split(x):
         oof[va] = HistGradientBoostingRegressor(random_state=4).fit(x[tr], y[tr]).predict(x[va])
@@ -590,16 +596,16 @@ def test_auto_view_is_the_one_that_predicts_the_context_better_out_of_fold():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(600, 4))
     step = ((x[:, 0] > 0) & (x[:, 1] > 0)).astype(int)                  # an AND of two thresholds
-    auto, add, trees = (fit_view(x, step, True, 0, kind) for kind in ("auto", "additive", "trees"))
+    auto, add, trees = (fit_stacked_model(x, step, True, 0, kind) for kind in ("auto", "additive", "trees"))
     assert auto.kind == "trees" and trees.loss < add.loss
     np.testing.assert_array_equal(auto.context, trees.context)
     w = rng.normal(size=(150, 30))
     dense = w @ rng.normal(size=30)
-    auto, add, trees = (fit_view(w, dense, False, 0, kind) for kind in ("auto", "additive", "trees"))
+    auto, add, trees = (fit_stacked_model(w, dense, False, 0, kind) for kind in ("auto", "additive", "trees"))
     assert auto.kind == "additive" and add.loss < trees.loss
-    assert fit_view(w, dense, False, 0, None) is None
+    assert fit_stacked_model(w, dense, False, 0, None) is None
     with pytest.raises(ValueError, match="'forest'"):
-        fit_view(w, dense, False, 0, "forest")
+        fit_stacked_model(w, dense, False, 0, "forest")
     with pytest.raises(FEATInputError, match="view must be one of .* got 'forest'"):
         FEATRegressor(view="forest").fit(w, dense)
 
@@ -608,7 +614,7 @@ def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
     """With the view on, each run reads the member's features and one more column, the view, with
     column identities for that width; a dense linear target is predicted far better with it."""
     calls = []
-    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(4)
     X = rng.normal(size=(200, 30))
     y = X @ rng.normal(size=30)
@@ -631,10 +637,10 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     for one-vs-rest runs) on the context in table order, and each member reads them in its own row order;
     `predict` fits nothing, so repeated calls and the partitions of a Dask frame do not pay for them
     again, and each run reads what fitting them at predict would give."""
-    import feat_engine.run_inputs as ri_mod
+    import feat_engine.reading.run_inputs as ri_mod
 
     calls = []
-    monkeypatch.setattr(est_mod, "run_tables", per_table(recording_run(calls)))
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
     rng = np.random.default_rng(6)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
     X["shop"] = rng.choice([f"s{i}" for i in range(12)], 300)
@@ -644,7 +650,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
 
     def refuse(*_, **__):
         raise AssertionError("fitted at predict")
-    monkeypatch.setattr(ri_mod, "fit_view", refuse)
+    monkeypatch.setattr(ri_mod, "fit_stacked_model", refuse)
     monkeypatch.setattr(ri_mod, "fit_target_stats", refuse)
     first = clf.predict_proba(X[240:])
     np.testing.assert_array_equal(first, clf.predict_proba(X[240:]))
@@ -656,7 +662,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     labels, pre = (clf.y_ == c).astype(np.int64), clf.preprocessor_
     x_ctx, x_q = with_target_stats(clf.context_, labels, pre.transform(X[240:], "query"),
                                    pre.nominal_codes(X[:240]), pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_view(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240]), pre.nominal_)
+    view = fit_stacked_model(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240]), pre.nominal_)
     np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]])[m.rows], atol=1e-6)
     np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.detail(X[240:])), x_q[:, m.features]]),
                                atol=1e-6)
@@ -667,15 +673,15 @@ def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_other
     """Members that read every row of a context of at most STOP_ROWS rows share one fit of the statistics
     and view per labelling (and, for the regressor, per power scale); members of a longer context (whose
     tree views stop early on splits of their own) or of a capped one each fit their own."""
-    import feat_engine.run_inputs as ri_mod
+    import feat_engine.reading.run_inputs as ri_mod
 
     fits = []
-    real = ri_mod.fit_view
+    real = ri_mod.fit_stacked_model
 
     def counting(x, labels, *args, **kwargs):
         fits.append(len(labels))
         return real(x, labels, *args, **kwargs)
-    monkeypatch.setattr(ri_mod, "fit_view", counting)
+    monkeypatch.setattr(ri_mod, "fit_stacked_model", counting)
     rng = np.random.default_rng(8)
     X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
     y = np.array(list("xyz"))[(X["a"] > 0).astype(int) + (X["b"] > 1).astype(int)]
@@ -688,6 +694,6 @@ def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_other
     FEATClassifier(n_estimators=3, local_context=None, max_context=150).fit(X, y)
     assert fits == [150] * 9                               # each member's own 150 rows, three classes each
     fits.clear()
-    monkeypatch.setattr(est_mod, "STOP_ROWS", 150)         # the 200 rows now count as a long context
+    monkeypatch.setattr(in_context, "STOP_ROWS", 150)         # the 200 rows now count as a long context
     FEATClassifier(n_estimators=2, local_context=None).fit(X, y)
     assert fits == [200] * 6

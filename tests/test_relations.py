@@ -5,13 +5,24 @@ import pytest
 import torch
 
 from feat_engine import (
-    FEATInputError, dependence_matrix, edge_matrix, load_model, mutual_information_matrix, pearson_matrix,
-    relation_matrix, spearman_matrix,
+    FEATInputError,
+    dependence_matrix,
+    edge_matrix,
+    load_model,
+    mutual_information_matrix,
+    pearson_matrix,
+    relation_matrix,
+    spearman_matrix,
 )
 from feat_engine.checkpoint import (
-    DEFAULT_CHECKPOINT, CheckpointError, edge_head_path, load_checkpoint, load_edge_head, save_checkpoint,
+    DEFAULT_CHECKPOINT,
+    edge_head_path,
+    load_checkpoint,
+    load_edge_head,
+    save_checkpoint,
     save_edge_head,
 )
+from feat_engine.errors import CheckpointError
 from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead
 from feat_engine.relations import pair_statistics
 
@@ -193,7 +204,8 @@ def test_edge_head_files_name_the_problem(tmp_path):
 
 def test_edge_head_trains_on_a_small_cache(tmp_path):
     """`tokens` then `fit` on three prior tables (fewer than one batch): a head that loads against its backbone."""
-    from feat_engine.train.edges import main as edges_main, write_tokens
+    from feat_engine.train.edges import main as edges_main
+    from feat_engine.train.edges import write_tokens
     write_tokens(tmp_path / "tok", 990_000_000, 3)          # as `tokens` does, without its one-thread setting
     assert len(list((tmp_path / "tok").glob("*.npz"))) == 3
     edges_main(["fit", "--cache", str(tmp_path / "tok"), "--out", str(tmp_path / "h-edges.pt"), "--epochs", "1"])

@@ -2,16 +2,12 @@
 from __future__ import annotations
 
 import streamlit as st
-from feat_engine.estimators import COLUMN_MEMBERS
 
 from app import downloads, engine, metrics, state
 from app import io as aio
+from feat_engine.estimators import COLUMN_MEMBERS
 
-st.title("Impute")
-ds = state.require_dataset()
-if ds is None:
-    st.stop()
-table, _ = state.model_table()
+ds, table = state.open_page("Impute")
 miss = table.isna()
 n_miss = int(miss.to_numpy().sum())
 st.caption(f"FEAT reads all {len(table):,} rows as context and fills every missing cell of the "
@@ -48,13 +44,8 @@ if go:
         state.store_result("impute", {"filled": out.value, "seconds": out.seconds, "warnings": out.warnings,
                                       "mask": miss, "types": dict(state.types())})
 
-res = state.result("impute")
-if res is None:
-    st.stop()
+res = state.shown_result("impute")
 filled, mask = res["filled"], res["mask"]
-st.divider()
-for w in res["warnings"]:
-    st.warning(f"FEAT: {w}", icon=":material/warning:")
 left = int(filled.isna().to_numpy().sum())
 c1, c2, c3 = st.columns(3)
 c1.metric("Cells imputed", metrics.card_text(int(mask.to_numpy().sum()) - left))

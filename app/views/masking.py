@@ -7,16 +7,12 @@ import time
 import numpy as np
 import pandas as pd
 import streamlit as st
-from feat_engine.estimators import COLUMN_MEMBERS
 
 from app import baselines, downloads, engine, figures, metrics, state
 from app import io as aio
+from feat_engine.estimators import COLUMN_MEMBERS
 
-st.title("Masking demo")
-ds = state.require_dataset()
-if ds is None:
-    st.stop()
-table, _ = state.model_table()
+ds, table = state.open_page("Masking demo")
 complete = table.dropna()
 st.caption("Cells of the complete rows are hidden with the paper's masks: single **cells**, **stripes** "
            "(a run of rows in one column) and **blocks** (a run of rows over several columns). Each method "
@@ -80,12 +76,7 @@ if go:
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
                                        "mix": mix_name})
 
-res = state.result("masking")
-if res is None:
-    st.stop()
-st.divider()
-for w in res["warnings"]:
-    st.warning(f"FEAT: {w}", icon=":material/warning:")
+res = state.shown_result("masking")
 scores: pd.DataFrame = res["scores"]
 mask = res["mask"]
 st.subheader(f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})")

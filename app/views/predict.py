@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 from sklearn.model_selection import train_test_split
 
@@ -11,11 +10,7 @@ from app import io as aio
 from feat_engine.estimators import PRECISIONS
 from feat_engine.inference import bf16_is_fast
 
-st.title("Predict")
-ds = state.require_dataset()
-if ds is None:
-    st.stop()
-table, _ = state.model_table()
+ds, table = state.open_page("Predict")
 all_cols = list(ds["df"].columns)
 default_target = ds.get("target") if ds.get("target") in all_cols else all_cols[-1]
 c1, c2, c3 = st.columns([2, 1.3, 1.3])
@@ -117,16 +112,10 @@ if submitted:
                                        "feat": out.value, "feat_seconds": out.seconds, "warnings": out.warnings,
                                        "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr)})
 
-res = state.result("predict")
-if res is None:
-    st.stop()
-
-st.divider()
+res = state.shown_result("predict")
 tgt, task_r, feat = res["target"], res["task"], res["feat"]
 st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} context rows")
 st.caption(f"How FEAT read the table: {feat['reading']}")
-for w in res["warnings"]:
-    st.warning(f"FEAT: {w}", icon=":material/warning:")
 if res.get("gbdt_error"):
     st.warning(res["gbdt_error"], icon=":material/warning:")
 

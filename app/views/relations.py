@@ -9,11 +9,7 @@ import streamlit as st
 from app import downloads, engine, figures, state
 from app import io as aio
 
-st.title("Relations")
-ds = state.require_dataset()
-if ds is None:
-    st.stop()
-table, _ = state.model_table()
+ds, table = state.open_page("Relations")
 cols = list(table.columns)
 st.caption("**FEAT attention** shows where the model looks: the share of column i's attention (over layers, "
            "heads and rows) that goes to column j. **FEAT dependence** shows how much worse FEAT predicts "
@@ -62,12 +58,7 @@ if go:
         state.store_result("relations", {"mats": mats, "order": order, "target": tgt, "seconds": out.seconds,
                                          "warnings": out.warnings, "n_rows": len(sub)})
 
-res = state.result("relations")
-if res is None:
-    st.stop()
-st.divider()
-for w in res["warnings"]:
-    st.warning(f"FEAT: {w}", icon=":material/warning:")
+res = state.shown_result("relations")
 mats, order, tgt = res["mats"], res["order"], res["target"]
 part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "

@@ -9,10 +9,10 @@ M[i, k] = (C_i . B_k) dt_k exp(sum_{k<j<=i} dt_j A)), the two streams are
 so that the diagonal is counted once, and the fused output is
 W_fuse [RMSNorm(y_f * SiLU(z)) || RMSNorm(y_b * SiLU(z))].
 
-Context/query semantics: the scan runs over the context rows only. A query row reads
-the final forward state as if it came right after the last context row, and the final
-backward state as if it came right before the first: it never writes to any state, so
-its output does not depend on the other query rows.
+The scan runs over the context rows only. A query row reads the final forward state as if it
+came right after the last context row, and the final backward state as if it came right before
+the first: it never writes to any state, so its output does not depend on the other query rows
+(docs/design.md, "Context/query semantics" and "The bidirectional scan and its diagonal").
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from torch import Tensor, nn
 from ..config import ModelConfig
 from .kernels import selective_scan
 
-# sequences longer than LONG chunks are scanned with 2x longer chunks: the same result, measured
-# faster from 256 rows on (docs/design.md, "The SSD scan")
+# sequences longer than LONG chunks are scanned with chunks twice as long: the same result, and faster
+# on long sequences (docs/design.md, "The SSD scan")
 LONG = 8
 
 
@@ -88,7 +88,8 @@ class AFBM(nn.Module):
     def _fuse(self, z: Tensor, y_f: Tensor, y_b: Tensor) -> Tensor:
         """W_fuse RMSNorm(y_f * SiLU(z) || y_b * SiLU(z)). The norm's per-row scale commutes with W_fuse, so
         it is applied to the d-wide output, and its weight is folded into W_fuse: the 2 d_inner-wide tensor
-        is built once and read once. Checked against the fp64 oracle, which applies them in turn (tests/test_afbm.py)."""
+        is built once and read once. Checked against the fp64 oracle, which applies them in turn
+        (tests/test_afbm.py)."""
         gate = F.silu(z.float()).view(*z.shape[:-1], 1, self.heads, self.head_dim)
         y = (torch.stack([y_f, y_b], -3) * gate).flatten(-3)                     # (b, N, 2 d_inner) fp32
         eps = self.norm.eps or torch.finfo(y.dtype).eps
@@ -104,7 +105,8 @@ class AFBM(nn.Module):
         flip = lambda t: t.flip(1)  # noqa: E731
         y_b, s_b = selective_scan(flip(x), flip(dt), A, flip(B), flip(C), q, backend=backend)
         CB = (C.float() * B.float()).sum(-1)                               # (b, N)
-        y_b = torch.addcmul(flip(y_b), (CB.unsqueeze(-1) * dt).unsqueeze(-1), x, value=-1)   # drop the backward diagonal
+        # drop the backward diagonal
+        y_b = torch.addcmul(flip(y_b), (CB.unsqueeze(-1) * dt).unsqueeze(-1), x, value=-1)
         y_f = torch.addcmul(y_f, self.D[:, None], x)
         return self._fuse(z, y_f, y_b), (s_f, s_b)
 

@@ -1,20 +1,6 @@
-"""The edge head: how likely two columns are directly linked, read from FEAT's column tokens and the
-pair's classical statistics.
-
-Trained on the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md,
-"The edge head"). For each depth in `DEPTHS` (the cell embedding, after block 2, after block 4) every
-column token goes through a small MLP into k features; standardised over the rows, their cross-correlation
-between columns i and j,
-
-    S_ij = (1/N) sum_n phi(h_ni)^T phi(h_nj)        (k x k per depth: a learnt kernel dependence statistic),
-
-is the tokens' evidence on the pair. Beside it the head reads N_STATS classical statistics of the pair
-(`relations.pair_statistics`: mutual information, correlations, partial correlations). Each goes through its
-own MLP into a pair vector, f_ij = stats(s_ij) + gate * pair(S_ij), the gate starting at 0 so that training
-begins from the statistics and lets the tokens in as far as they help (ReZero-style). Each pair then also
-reads the mean vector of the other pairs of i and of j (what else i and j are linked to, so that an indirect
-link can score below the direct ones) and a last MLP gives g(i, j). The logit is (g(i, j) + g(j, i)) / 2:
-symmetric.
+"""The edge head: how likely two columns are directly linked, read from FEAT's column tokens at a few depths
+and the pair's classical statistics (`relations.pair_statistics`), as a symmetric logit per pair. Trained on
+the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md, "The edge head").
 """
 from __future__ import annotations
 
@@ -27,7 +13,21 @@ N_STATS = 5                 # classical statistics per pair (relations.pair_stat
 
 class EdgeHead(nn.Module):
     """Column tokens at `DEPTHS` and pair statistics -> (D, D) symmetric logits of a direct link (diagonal
-    meaningless)."""
+    meaningless).
+
+    For each depth in `DEPTHS` (the cell embedding, after block 2, after block 4) every column token goes
+    through a small MLP into k features; standardised over the rows, their cross-correlation between
+    columns i and j,
+
+        S_ij = (1/N) sum_n phi(h_ni)^T phi(h_nj)    (k x k per depth: a learnt kernel dependence statistic),
+
+    is the tokens' evidence on the pair. Beside it the head reads N_STATS classical statistics of the pair
+    (mutual information, correlations, partial correlations). Each goes through its own MLP into a pair
+    vector, f_ij = stats(s_ij) + gate * pair(S_ij), the gate starting at 0 so that training begins from the
+    statistics and lets the tokens in as far as they help (ReZero-style). Each pair then also reads the mean
+    vector of the other pairs of i and of j (what else i and j are linked to, so that an indirect link can
+    score below the direct ones) and a last MLP gives g(i, j). The logit is (g(i, j) + g(j, i)) / 2.
+    """
 
     def __init__(self, d_model: int, k: int = 16, width: int = 64):
         super().__init__()

@@ -4,7 +4,7 @@
     F^ = F~ + FFN(LN(F~))
 
 Rows never interact here. The attention is written out, its softmax too (`softmax_last`): on rows of
-a dozen tokens that runs 1.6x (fp32) to 2.3x (bf16) faster on a CPU core than PyTorch's fused
+a dozen tokens that runs faster on a CPU core, in fp32 and bf16, than PyTorch's fused
 `scaled_dot_product_attention`, which the tests check it against (docs/design.md, "The compute floor").
 With `return_attention=True` the softmax weights are also returned as (..., heads, C, C):
 entry [i, j] is how much token i (the reader) attends to token j (the source). They do not
@@ -21,7 +21,8 @@ from ..config import ModelConfig
 
 def softmax_last(s: Tensor) -> Tensor:
     """Softmax over the last axis, written out. On CPUs `torch.softmax` vectorises along that axis, which is
-    a dozen tokens long here, and runs about 6x slower, backward pass included about 2x."""
+    a dozen tokens long here, and runs several times slower, and slower still with the backward pass included
+    (docs/design.md, "The compute floor")."""
     e = torch.exp(s - s.amax(-1, keepdim=True))
     return e / e.sum(-1, keepdim=True)
 

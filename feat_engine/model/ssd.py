@@ -76,7 +76,8 @@ def ssd_scan(
         initial_state: (b, h, p, n) or None for zeros.
         segment_chunks: chunks per segment; segments are scanned one after the
             other so that the (q x q) chunk tensors stay bounded for any L. Segments of
-            256-512 rows keep them in cache: 2x faster than 2,048 rows at 4k-16k rows.
+            256-512 rows keep them in cache, which longer segments spill out of
+            (docs/design.md, "The SSD scan").
 
     Returns:
         y: (b, L, h, p) fp32 outputs, a view of (b, h, L, p) memory, and the final state (b, h, p, n) fp32.

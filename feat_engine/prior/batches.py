@@ -10,22 +10,22 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
-from ..ensemble import ranked_features
-from ..views import fit_additive_view
 from ..preprocess import standardise
-from ..quantile_view import quantile_normal
-from ..relevance import relevance
-from ..target_stats import with_target_stats
+from ..reading.members import ranked_features
+from ..reading.quantile_transform import quantile_normal
+from ..reading.relevance import relevance
+from ..reading.stacked_model import fit_additive_model
+from ..reading.target_stats import with_target_stats
 from .masks import make_mask
 from .real import TableRef, allowlist, sample_real_task
 from .scm import sample_scm
+
 
 @dataclass
 class Batch:
@@ -81,7 +81,7 @@ def _compact_labels(y: np.ndarray, n_ctx: int) -> tuple[np.ndarray, int] | None:
 
 
 LOCAL_POOL = 4              # a local part is drawn from a table this many times larger (at least)
-LOCAL_POOL_ROWS = 65_536    # rows of the table a part is cut from, at most (a 65k-row table takes 0.2 s)
+LOCAL_POOL_ROWS = 65_536    # rows of the table a part is cut from, at most (bounds the time a draw takes)
 
 
 def _pool(rng: np.random.Generator, cfg: PriorConfig, n: int) -> int:
@@ -97,7 +97,7 @@ def _pool(rng: np.random.Generator, cfg: PriorConfig, n: int) -> int:
 def local_part(X: np.ndarray, n: int, nominal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Indices of the n rows nearest a random row, in the standardised feature space with the
     nominal columns left out (their codes have no order) and NaN at the mean: the kind of
-    part the estimators' local contexts hand the model (`feat_engine.local_context`)."""
+    part the estimators' local contexts hand the model (`reading/local_parts.py`)."""
     z = np.nan_to_num(standardise(X, len(X)), nan=0.0)
     z[:, nominal] = 0.0
     dist = ((z - z[int(rng.integers(len(z)))]) ** 2).sum(1)
@@ -139,9 +139,9 @@ def _table(rng, cfg, refs, real: bool, task: str, n: int, d: int, n_ctx: int, wi
 def _ranked(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str, nominal: np.ndarray, width: int,
             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The `width` columns an estimator's member takes from a wider table: relevance scored on the context
-    rows (`relevance.relevance`), then the most relevant and a relevance-weighted draw of the rest in a
-    random order (`ensemble.ranked_features`, as `plan_members` calls it); and the nominal columns' new
-    positions."""
+    rows (`reading/relevance.py`), then the most relevant and a relevance-weighted draw of the rest in a
+    random order (`reading/members.py`'s `ranked_features`, as `plan_members` calls it); and the nominal
+    columns' new positions."""
     score = relevance(standardise(X, n_ctx)[:n_ctx], y[:n_ctx], task == "classification", nominal,
                       int(rng.integers(2**31 - 1)))
     feats = rng.permutation(ranked_features(score, width, rng))
@@ -149,11 +149,12 @@ def _ranked(X: np.ndarray, y: np.ndarray, n_ctx: int, task: str, nominal: np.nda
 
 
 def _with_view(Xs: np.ndarray, y: np.ndarray, n_ctx: int, task: str, seed: int) -> np.ndarray:
-    """The standardised table with the additive view (`views.fit_additive_view`, cross-fitted on the
-    context rows) as its first column, as the estimators' runs read a view; a column of zeros where the view
-    cannot be fitted (a class with a single context row). The tree view, which the estimators' runs may read
-    instead, is not drawn yet (docs/design.md, "The views")."""
-    view = fit_additive_view(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
+    """The standardised table with the additive stacked model's prediction (`reading/stacked_model.py`'s
+    `fit_additive_model`, cross-fitted on the context rows) as its first column, as the estimators' runs read
+    a stacked model; a column of zeros where it cannot be fitted (a class with a single context row). The
+    boosted trees, which the estimators' runs may read instead, are not drawn yet
+    (docs/design.md, "The views")."""
+    view = fit_additive_model(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
     col = np.zeros(len(Xs), np.float32)
     if view is not None:
         col[:n_ctx], col[n_ctx:] = view.context, view.queries(Xs[n_ctx:])
@@ -170,9 +171,9 @@ def _one_vs_rest(y: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.nd
 
 def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | None, tokens: int = 49152) -> Batch:
     """Batch `index` of the stream with `seed`: deterministic in (seed, index). A share `p_view` of the
-    supervised batches hand each table over with the additive view as its first column (multiclass tables
-    as one-vs-rest runs) and `p_wide` draw their tables with more features than the batch's width, cut
-    to it by relevance: what the estimators hand the model."""
+    supervised batches hand each table over with the additive stacked model's prediction as its first
+    column (multiclass tables as one-vs-rest runs) and `p_wide` draw their tables with more features than
+    the batch's width, cut to it by relevance: what the estimators hand the model."""
     rng = np.random.default_rng([seed, index])
     n, d, n_ctx, b = _shape(rng, cfg, tokens)
     impute_only = rng.uniform() < cfg.p_impute_only
@@ -180,7 +181,7 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
     real = bool(refs) and rng.uniform() < cfg.p_real
     view = not impute_only and cfg.p_view > 0 and rng.uniform() < cfg.p_view
     wide = not impute_only and cfg.p_wide > 0 and rng.uniform() < cfg.p_wide
-    if wide:              # the width a member of a wider table reads: the model's, less the view's slot
+    if wide:              # the width a member of a wider table reads: the model's, less the stacked model's slot
         d = cfg.max_features - view
         b = _tables(tokens, n, d + 1 + view)
     elif view and d == cfg.max_features:
@@ -225,7 +226,7 @@ def make_batch(seed: int, index: int, cfg: PriorConfig, refs: list[TableRef] | N
         else:
             m[:] = make_mask((n, w), rate, rng, cfg.mask_mix)
         m &= np.isfinite(Xs)
-        m[:, 0] &= not view                               # the view is never missing in the estimators' runs
+        m[:, 0] &= not view                               # the stacked model's column is never missing in a run
         xin = Xs.copy()
         xin[m] = np.nan
         xs.append(xin), xt.append(Xs), rec.append(m), ks.append(k)

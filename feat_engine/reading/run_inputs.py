@@ -1,28 +1,27 @@
-"""What a member's runs read beyond its features, fitted once at `fit`: the target statistics of the nominal
-columns (`target_stats.py`), the view (`views.py`) and, for half of a regressor's members, the power
-scale of the target (`power_target.py`), for one labelling of the context (the target, or one class
-against the rest). `predict` only applies them to the query rows, so repeated calls,
-and the partitions of a Dask frame, pay for the fits once (docs/design.md, "Fitted once").
-"""
+"""What a member's runs read beyond its features, fitted once at `fit` for one labelling of the context (the target, or
+one class against the rest): the target statistics of the nominal columns (`target_stats.py`), the stacked model
+(`stacked_model.py`) and, for half of a regressor's members, the target's power scale (`power_target.py`).
+`predict` only applies them to the query rows, so repeated calls and the partitions of a Dask frame pay for the fits
+once (docs/design.md, "Fitted once")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..preprocess import RowDetail
 from .power_target import PowerTarget, fit_power_target
-from .preprocess import RowDetail
-from .views import View, fit_view
+from .stacked_model import StackedModel, fit_stacked_model
 from .target_stats import TargetStats, fit_target_stats
 
 
 @dataclass
 class RunInputs:
-    """One member's fitted statistics and view for one labelling of its context rows."""
+    """One member's fitted statistics and stacked model for one labelling of its context rows."""
 
     features: np.ndarray            # the member's feature columns, in token order
     stats: TargetStats | None
-    view: View | None
+    stacked: StackedModel | None
     target: PowerTarget | None = None      # the labels' power scale (None: read as they are)
 
     def labels(self, y: np.ndarray) -> np.ndarray:
@@ -35,27 +34,27 @@ class RunInputs:
 
     def context(self, x_ctx: np.ndarray) -> np.ndarray:
         """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
-        view's column (when there is one), then the member's features with nominal columns as statistics."""
+        stacked model's column (when there is one), then the member's features with nominal columns as statistics."""
         x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
-        return self._with_view(x[:, self.features], None if self.view is None else self.view.context)
+        return self._with_stacked(x[:, self.features], None if self.stacked is None else self.stacked.context)
 
     def queries(self, x_query: np.ndarray, detail: RowDetail) -> np.ndarray:
         """The same for (M, D) standardised query rows and their `detail` (nominal level codes, values before
         the clip); each row's values depend on that row alone."""
         x = x_query if self.stats is None else self.stats.query_matrix(x_query, detail.codes)
-        return self._with_view(x[:, self.features], None if self.view is None else self.view.queries(x, detail))
+        return self._with_stacked(x[:, self.features], None if self.stacked is None else self.stacked.queries(x, detail))
 
     def reordered(self, rows: np.ndarray, features: np.ndarray) -> "RunInputs":
         """These inputs, fitted on the context rows in table order, for a member that reads those rows in the
         order `rows` (a permutation) and the `features`: the cross-fitted columns follow the rows, the fitted
         encoder, model and power scale are shared."""
         stats = None if self.stats is None else replace(self.stats, context=self.stats.context[rows])
-        view = None if self.view is None else replace(self.view, context=self.view.context[rows])
-        return RunInputs(features, stats, view, self.target)
+        stacked = None if self.stacked is None else replace(self.stacked, context=self.stacked.context[rows])
+        return RunInputs(features, stats, stacked, self.target)
 
     @staticmethod
-    def _with_view(x: np.ndarray, view: np.ndarray | None) -> np.ndarray:
-        return x if view is None else np.column_stack([view, x])
+    def _with_stacked(x: np.ndarray, stacked: np.ndarray | None) -> np.ndarray:
+        return x if stacked is None else np.column_stack([stacked, x])
 
 
 def fit_run_inputs(x_ctx: np.ndarray, detail: RowDetail, labels: np.ndarray, features: np.ndarray,
@@ -63,16 +62,16 @@ def fit_run_inputs(x_ctx: np.ndarray, detail: RowDetail, labels: np.ndarray, fea
                    power: tuple[float, float] | None = None) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
     columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
-    are not one target) and one labelling: the statistics, then the view on the context with them
-    (`views.fit_view`; `view` None for none). With `power`, the (origin, scale) of standardised numeric
-    labels, the labels are first put on their power scale, and the view's out-of-fold residuals there
-    are what its means average over (`power_target.py`)."""
+    are not one target) and one labelling: the statistics, then the stacked model on the context with them
+    (`stacked_model.fit_stacked_model`; `view` None for none). With `power`, the (origin, scale) of standardised
+    numeric labels, the labels are first put on their power scale, and the stacked model's out-of-fold residuals
+    there are what its means average over (`power_target.py`)."""
     target = None if power is None else fit_power_target(labels, *power)
     if target is not None:
         labels = target.forward(labels)
     stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    fitted = fit_view(x, labels, classification, seed, view, detail, nominal)
+    fitted = fit_stacked_model(x, labels, classification, seed, view, detail, nominal)
     if target is not None and fitted is not None:
         target = target.with_residuals(labels - (fitted.context * fitted.std + fitted.mean))
     return RunInputs(features, stats, fitted, target)

@@ -1,15 +1,8 @@
-"""Local contexts: a long context split into overlapping parts the size the model reads well
-(docs/design.md, "Local contexts").
-
-At fit, k-means (scikit-learn's `MiniBatchKMeans`) places one centre per `size` / overlap
-context rows, in the standardised feature space weighted by each feature's relevance; each
-part is the `size` context rows nearest its centre (`NearestNeighbors`), so neighbouring parts
-overlap. Past GROUP parts the rows are first split into coarse k-means groups and the centres
-and parts are found within each group (a group's candidates also include the rows for which
-it is the second-nearest group, so parts reach across group borders): the fit then costs
-O(N) distance computations per row-group pair instead of O(N x N / size). At predict, a
-query reads the part whose centre is nearest to it: the choice depends on that query alone.
-"""
+"""Local contexts: a long context split into overlapping parts of `size` rows, the size the model reads well. At fit,
+k-means (`MiniBatchKMeans`) places one centre per `size` / overlap context rows in the relevance-weighted standardised
+space, and each part is the `size` context rows nearest its centre; past GROUP parts this is done within coarse
+k-means groups, so that the fit stays O(N). At predict a query reads the part whose centre is nearest to it, a choice
+that depends on that query alone (docs/design.md, "Local contexts")."""
 from __future__ import annotations
 
 import math

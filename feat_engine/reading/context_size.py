@@ -1,14 +1,8 @@
-"""How a context is read, chosen on the context itself: `local_context="auto"` (docs/design.md, "Local contexts").
-
-Each candidate reading (parts of 512 rows, parts of 1,024, the whole context) is scored by cross-fitting:
-one-member fits on some context rows predict the held-out rest, and each held-out row's loss is kept. The
-default reading stays unless another lowers the mean held-out loss by more than `Z` paired standard errors.
-A fit on fewer rows than the full context uses parts scaled by the same ratio, so it has as many parts as
-the full context would. Up to `FOLD_ROWS` context rows, 5 folds cover every row; past that, one held-out
-set of `HOLDOUT` rows is scored, so the choice costs about three one-member readings of the context.
-Past `WHOLE_ROWS` context rows the whole context is not a candidate: no longer context was measured, and a
-run's memory grows with the rows it reads.
-"""
+"""How a context is read, chosen on the context itself (`local_context="auto"`): each candidate in CANDIDATES (local
+parts of 512 or 1,024 rows, or the whole context up to WHOLE_ROWS context rows) is scored by one-member fits on some
+context rows that predict the held-out rest (FOLDS folds up to FOLD_ROWS rows, one set of HOLDOUT rows beyond). The
+default reading stays unless another lowers the mean held-out loss by more than Z paired standard errors
+(docs/design.md, "Local contexts" and "What the three changes bought, all defaults together")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +11,7 @@ from typing import Callable
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-from .local_context import rows_per_run
+from .local_parts import rows_per_run
 
 CANDIDATES: tuple[int | None, ...] = (512, 1024, None)   # rows per local part; None = the whole context
 Z = 2.0             # paired standard errors by which a reading must beat the default

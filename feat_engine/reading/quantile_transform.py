@@ -1,29 +1,22 @@
-"""A second view of a table's numbers for half of the ensemble (docs/design.md, "Quantile view").
-
-Standardising with the context's mean and std leaves a heavy-tailed column (an income, a count,
-a price) with most rows squeezed near zero and a few at the clip: the model then reads little
-of how the bulk of the rows differ. In the quantile view each such column goes through its
-context quantiles to a standard normal (scikit-learn's `QuantileTransformer`), which keeps
-the order of the values and spreads them evenly. Odd members read this view and even members
-the standardised one, as TabPFN v2 and TabICL give part of their ensembles a quantile or
-power transform. The transform is fit on the context alone, so a query's value depends on
-that query alone. Columns with fewer than MIN_VALUES distinct context values (binary flags,
-small counts, codes) keep their standardised values; missing cells stay missing.
-"""
+"""The quantile view of a table's numbers, read by the odd ensemble members (`reads_quantiles`): each column with at
+least MIN_VALUES distinct context values goes through its context quantiles to a standard normal (scikit-learn's
+`QuantileTransformer`), which keeps the values' order and spreads a heavy-tailed column's bulk evenly; other columns
+keep their standardised values and missing cells stay missing. The transform is fitted on the context alone, so a
+query's value depends on that query alone (docs/design.md, "Quantile view")."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from sklearn.preprocessing import QuantileTransformer
 
-from .ensemble import Member
-from .preprocess import standardise
+from ..preprocess import standardise
+from .members import Member
 
 MIN_VALUES = 10       # distinct context values a column needs to be mapped
 N_QUANTILES = 1000    # quantiles per column (scikit-learn's default), fewer on short contexts
 
 
-def in_quantile_view(member: Member) -> bool:
+def reads_quantiles(member: Member) -> bool:
     """Whether an ensemble member of the classifier or regressor reads the quantile view: the odd ones."""
     return member.index % 2 == 1
 

@@ -1,21 +1,8 @@
-"""A regression target read on a power scale by the quantile-view half of the ensemble (docs/design.md,
-"The power target").
-
-A right-skewed target (a price, a wage, a count, a delay) standardised leaves most rows near zero and a
-few far out, and the model, pretrained with a Huber loss on standardised targets, then predicts the
-bulk near its median and under-predicts the tail. The members that read the table's numbers through
-their quantiles (`quantile_view.py`) also read the target through a Yeo-Johnson power transform
-(scikit-learn's `PowerTransformer`) fitted on the context, its lambda kept in [0, 1]: at most as strong
-as a log, never stretching a tail further. An unbounded lambda (-0.65 to -3.7 on a log-normal probe)
-made the inverse explode near its pole. The transform reads the target in units of its median absolute
-value, so that it does not change when the target is multiplied by a constant.
-
-A prediction z in the transformed scale maps back as a mean, not a median: the mean over residuals r of
-T^-1(z + r) (Duan's smearing estimate), each z + r clipped to the context's transformed range, where r
-are quantiles of the residuals of the member's view (`views.py`), whose out-of-fold predictions stand in
-for the model's own. Without a view the plain inverse is used. A query's value still depends on that
-query alone.
-"""
+"""A regression target on a power scale, for the members that read the quantile view (`quantile_transform.py`): a
+Yeo-Johnson transform (scikit-learn's `PowerTransformer`) fitted on the context, in units of the target's median
+absolute value, its lambda kept in [0, 1] (at most as strong as a log). Predictions map back as means (Duan's smearing
+over the residuals of the member's stacked model, `stacked_model.py`; without one, the plain inverse), and a query's
+value still depends on that query alone (docs/design.md, "The power target")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace

@@ -1,20 +1,8 @@
-"""The blend: FEAT's output and its view's own prediction, weighted on held-out context rows
-(docs/design.md, "The blend").
-
-On a long context each query reads a local part of about a thousand rows, while the view (`views.py`) is
-a classical model fitted on the whole context. The model reads the view as one more feature and
-re-calibrates it on its part's rows, and on the development tables' longest contexts that reading
-predicted worse than the view alone. So when a member's context is split into local parts, a share of the
-context rows (`held_out_rows`) is kept out of every part. Those rows are then read as queries, with their
-cross-fitted target statistics and view values, and the weight w in WEIGHTS whose blend loses least on
-their labels is kept:
-
-    classification, each binary run:   logit p' = (1 - w) logit p + w s     (s: the view's logit)
-    regression:                         y' = (1 - w) y + w s                 (s: the view's prediction)
-
-w = 0 is FEAT alone, w = 1 the view alone. A query's blend reads that query's own output and view, so it
-still depends on that query alone.
-"""
+"""The blend: FEAT's output and its stacked model's own prediction s, weighted on held-out context rows. When a member's
+context is split into local parts, a share of its rows (`held_out_rows`) is kept out of every part and read as
+queries, and the weight w in WEIGHTS whose blend loses least on their labels is kept: logit p' = (1 - w) logit p + w s
+for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A query's blend reads that query's own
+output and s, so it depends on that query alone (docs/design.md, "The blend")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +12,7 @@ import numpy as np
 from scipy.special import expit, logit
 from sklearn.model_selection import train_test_split
 
-WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)   # the view's weight in the blend
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)   # the stacked model's weight in the blend
 HELD_SHARE = 8       # one context row in HELD_SHARE is held out of the parts ...
 MIN_HELD = 512       # ... if that makes at least this many (shorter contexts are not blended)
 MAX_HELD = 2048      # ... and at most this many
@@ -42,8 +30,8 @@ def held_out_rows(n: int, y: np.ndarray | None, seed: int | None) -> np.ndarray 
 
 
 def blend_probability(p: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
-    """Binary runs' probabilities p blended with their views' logits s at weight w (in logit space); p is
-    kept where s is NaN (a run without a view)."""
+    """Binary runs' probabilities p blended with their stacked models' logits s at weight w (in logit space); p is
+    kept where s is NaN (a run without a stacked model)."""
     if w == 0.0:
         return p
     mixed = expit((1.0 - w) * logit(np.clip(p, 1e-7, 1.0 - 1e-7)) + w * np.nan_to_num(s))
@@ -51,14 +39,14 @@ def blend_probability(p: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
 
 
 def blend_prediction(y: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
-    """Regression runs' predictions y blended with their views' predictions s at weight w; y is kept where
-    s is NaN (a run without a view)."""
+    """Regression runs' predictions y blended with their stacked models' predictions s at weight w; y is kept
+    where s is NaN (a run without a stacked model)."""
     return np.where(np.isnan(s), y, (1.0 - w) * y + w * np.nan_to_num(s))
 
 
 @dataclass
 class Blend:
-    """The chosen weight of the view, and the evidence: the mean held-out loss at each weight."""
+    """The chosen weight of the stacked model, and the evidence: the mean held-out loss at each weight."""
 
     weight: float
     loss: dict[float, float]

@@ -1,33 +1,9 @@
-"""The view: a cross-fitted classical model's prediction handed to FEAT as one more feature
-(docs/design.md, "The views").
-
-The small pretrained model reads some signals worse than a classical model fitted on the same context:
-a target that sums many features' small effects (the dense-linear probe, where ridge wins), and, on long
-contexts, sharp interactions and thresholds that boosted trees resolve better with every extra row (the
-context-size benchmark, where LightGBM gains three times what FEAT does). A view summarises one such
-model's signal in one number per row, and the model reads it as it reads any strong feature. Two are
-fitted, and the run reads the one whose out-of-fold predictions of the context's labels lose less
-(`view="auto"`):
-
-- the additive view: ridge for a numeric target, logistic regression (its logit) for the 0/1 label of
-  a binary run, over each standardised feature (missing cells at the mean, 0) and its cubic B-splines
-  with knots at the context's quantiles, or over the features alone (straight lines) where that loses
-  less out of fold; on a table so wide that the splines would make more than MAX_BASIS columns, over
-  the features alone;
-- the tree view: scikit-learn's histogram gradient boosting (its logit for a binary run), missing cells
-  as they are, the standardised values before the clip (`RowDetail`: the trees split on order, and the clip
-  merges a long tail into one value), and nominal columns of at most MAX_LEVELS levels read as the native
-  categories of their level codes. Fitted on the cross-fitted target statistics instead, the trees split on
-  values that differ from fold to fold for one level, while queries carry the whole context's: on the
-  diamonds table that made their out-of-fold error 3.5 times the one on codes (docs/design.md, "The blend").
-  On a long context (more than STOP_ROWS rows) early stopping chooses the number of boosting rounds, up to
-  MAX_ROUNDS: more rows support more rounds than the library's fixed 100 (docs/design.md, "The tree view on
-  long contexts").
-
-As with the target statistics, the context rows get out-of-fold predictions, so that no row sees its own
-label, and query rows the prediction of the model fitted on the whole context, so that a query's value
-depends on that query alone. The column is standardised on the context.
-"""
+"""The stacked model: a cross-fitted classical model whose prediction the engine reads as one more feature (the
+estimators' `view=` parameter). Two are fitted, an additive model (`fit_additive_model`) and boosted trees
+(`fit_tree_model`), and a run reads the one whose out-of-fold predictions of the context's labels lose less
+(`view="auto"`). Context rows get out-of-fold predictions, so that no row sees its own label, and query rows the
+prediction of the model fitted on the whole context; the column is standardised on the context
+(docs/design.md, "The views" and "The tree view on long contexts")."""
 from __future__ import annotations
 
 import warnings
@@ -42,16 +18,17 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import SplineTransformer
 
-from .preprocess import CLIP, FEATInputError, RowDetail
+from ..errors import FEATInputError
+from ..preprocess import CLIP, RowDetail
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
 FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the fits stay O(1) in the context's rows
-MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree view's native categories
-STOP_ROWS = 10_000  # the tree view stops boosting early (on a tenth of its rows) beyond this many context rows ...
+MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree model's native categories
+STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
-MAX_BASIS = 2_048   # columns of the additive view's design at most with the splines (256 features); past it, none
+MAX_BASIS = 2_048   # columns of the additive model's design at most with the splines (256 features); past it, none
 
 
 def basis(splines: SplineTransformer | None, x: np.ndarray) -> np.ndarray:
@@ -74,8 +51,8 @@ def _loss(scores: np.ndarray, y: np.ndarray, classification: bool) -> float:
 
 
 @dataclass
-class View:
-    """A view fitted on one run's context: its column for the context rows, and the model for queries."""
+class StackedModel:
+    """A stacked model fitted on one run's context: its column for the context rows, and the model for queries."""
 
     kind: str                                 # "additive" or "trees"
     context: np.ndarray                       # (N,) out-of-fold predictions, standardised (float32)
@@ -84,11 +61,11 @@ class View:
     mean: float                               # statistics of the out-of-fold predictions
     std: float
     loss: float                               # their mean loss on the context's labels (`_loss`)
-    rows: TreeRows | None = None              # how the tree view reads the rows' detail (None: the matrix alone)
+    rows: TreeRows | None = None              # how the tree model reads the rows' detail (None: the matrix alone)
 
     def queries(self, x_query: np.ndarray, detail: RowDetail | None = None) -> np.ndarray:
-        """(M,) the view of the (M, D) standardised query rows (with their `detail` where the view reads
-        it): each row's value depends on that row alone."""
+        """(M,) the stacked model's column for the (M, D) standardised query rows (with their `detail` where the
+        model reads it): each row's value depends on that row alone."""
         if self.rows is not None:
             x_query = self.rows.matrix(x_query, detail)
         s = _score(self.model, x_query if self.design is None else self.design(x_query))
@@ -97,7 +74,7 @@ class View:
 
 @dataclass
 class TreeRows:
-    """The matrix the tree view reads: the rows' values before the clip, but for the `nominal` columns,
+    """The matrix the tree model reads: the rows' values before the clip, but for the `nominal` columns,
     which keep the run's values (target statistics), and of those the `categories` columns, of at most
     MAX_LEVELS levels, which hold the level codes of `codes` columns (`RowDetail.codes`) as native categories."""
 
@@ -128,7 +105,7 @@ class TreeRows:
 
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
-                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int) -> View | None:
+                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int) -> StackedModel | None:
     """Out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the model
     fitted on all of them; None where there is no single target (more than two classes) or too few rows
     (or rows of a class) to cross-fit."""
@@ -157,13 +134,15 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
     full = fitted(np.arange(len(design)))
     mean, std = float(s.mean()), float(s.std())
     std = std if std > 0 else 1.0
-    return View(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, full, mean, std,
+    return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, full, mean, std,
                 _loss(s, np.asarray(y, dtype=float), classification))
 
 
-def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> View | None:
-    """The additive view of the standardised (N, D) context with labels y_ctx (module docstring): each feature's
-    effect a cubic spline, or a straight line where the splines' out-of-fold loss is higher."""
+def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> StackedModel | None:
+    """The additive model of the standardised (N, D) context with labels y_ctx: ridge for a numeric target, logistic
+    regression (its logit) for the 0/1 label of a binary run, over each feature (missing cells at the mean, 0) and its
+    cubic B-splines with knots at the context's quantiles, or over the features alone (straight lines) where that
+    loses less out of fold; past MAX_BASIS spline columns (a wide table), over the features alone."""
     # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
     # MAX_BASIS columns (a wide table's features alone), where a Cholesky factor is too large
     wide = x_ctx.shape[1] > MAX_BASIS
@@ -184,10 +163,13 @@ def fit_additive_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool
     return min((v for v in fits if v is not None), key=lambda v: v.loss, default=None)
 
 
-def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                  detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> View | None:
-    """The tree view of the standardised (N, D) context with labels y_ctx (module docstring), reading the rows'
-    `detail` where given (`TreeRows`; the `nominal` columns, whose level codes are detail.codes' columns)."""
+def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
+                  detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+    """The tree model of the standardised (N, D) context with labels y_ctx: scikit-learn's histogram gradient
+    boosting (its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
+    (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
+    of at most MAX_LEVELS levels as native categories). Past STOP_ROWS context rows early stopping chooses the number
+    of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100."""
     model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     mask = None
@@ -202,22 +184,22 @@ def fit_tree_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, se
     return view
 
 
-def check_view(view: str | None) -> None:
+def check_stacked_model(view: str | None) -> None:
     """Raise FEATInputError (a ValueError) naming `view` unless it is one of VIEWS or None."""
     if view is not None and view not in VIEWS:
         raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
 
 
-def fit_view(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
-             detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> View | None:
-    """The view a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the lower
-    out-of-fold loss on the context's labels; None for no view (or where none can be cross-fitted). The
-    trees read the rows' `detail` (`fit_tree_view`)."""
-    check_view(view)
+def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
+             detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+    """The stacked model a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the
+    lower out-of-fold loss on the context's labels; None for `view` None (or where none can be cross-fitted). The
+    trees read the rows' `detail` (`fit_tree_model`)."""
+    check_stacked_model(view)
     if view is None:
         return None
-    fits = {"additive": lambda: fit_additive_view(x_ctx, y_ctx, classification, seed),
-            "trees": lambda: fit_tree_view(x_ctx, y_ctx, classification, seed, detail, nominal)}
+    fits = {"additive": lambda: fit_additive_model(x_ctx, y_ctx, classification, seed),
+            "trees": lambda: fit_tree_model(x_ctx, y_ctx, classification, seed, detail, nominal)}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     fitted = [v for v in (fits[k]() for k in kinds) if v is not None]
     return min(fitted, key=lambda v: v.loss, default=None)

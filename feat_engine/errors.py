@@ -1,0 +1,36 @@
+"""The exceptions and warnings FEAT raises, and scikit-learn's input errors in FEAT's type."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+
+class FEATInputError(ValueError):
+    """Input FEAT cannot use; the message names the column, file or value at fault."""
+
+
+class FEATDataWarning(UserWarning):
+    """FEAT changed what it feeds the model (dropped a column or rows); the message names them."""
+
+
+@contextmanager
+def sklearn_words(what: str) -> Iterator[None]:
+    """Turn the ValueErrors of scikit-learn's checks into `FEATInputError`, their words kept (tools match
+    on them), prefixed with `what` (context, query, target ...)."""
+    try:
+        yield
+    except ValueError as e:
+        raise FEATInputError(f"{what}: {e}") from None
+
+
+class TableError(FEATInputError):
+    """A table that cannot be used. `problem` says what is wrong (naming the file, column or
+    value), `fix` what to do; the message is both."""
+
+    def __init__(self, problem: str, fix: str = ""):
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem} {fix}".strip())
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used; the message names the file and why."""

@@ -1,0 +1,158 @@
+"""FEATImputer: fills the NaN cells of a table, every other cell returned unchanged (docs/design.md,
+"Imputation")."""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..errors import FEATDataWarning, FEATInputError
+from ..inference import map_runs
+from ..model import FEAT
+from ..progress import Progress, StepCounter
+from ..reading.members import plan_members
+from . import runner
+from .base import FEATBase, documented
+from .classifier import FEATClassifier
+from .regressor import FEATRegressor
+
+COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
+
+
+@documented(
+    """Fills the NaN cells of a table with FEAT's in-context predictions; every other cell is returned unchanged,
+    in the table's dtypes and categories.
+
+    `transform(X)` reads the fitted rows and the rows of X as context (X alone when X is the fitted table, as in
+    `fit_transform`). FEAT reads missing cells natively, so one pass fills them: no initial fill is iterated.""",
+    {"n_estimators": ("int or None, default None", 'Members per imputed column ("chained") or per table '
+                      '("reconstruction"); None gives COLUMN_MEMBERS per column and 4 per table (a chained pass '
+                      "already costs a run per incomplete column)."),
+     "max_context": ("int or None, default None", '"chained": each column\'s context is a random subset of this many '
+                     'rows; "reconstruction": the rows are imputed in random blocks of this many rows, each block its '
+                     "own context. None reads every row."),
+     "method": ('{"chained", "reconstruction"}, default "chained"', '"chained" predicts each incomplete numeric or '
+                "categorical column from the other columns with `FEATRegressor` or `FEATClassifier`; "
+                '"reconstruction" fills every cell from the imputation head in one run per member (it also fills '
+                'date columns under "chained").')},
+)
+class FEATImputer(TransformerMixin, FEATBase):
+    def __init__(
+        self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
+        max_context: int | None = None, max_features: int | None = None, method: str = "chained",
+        checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        precision: str = "auto",
+    ):
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
+        self.method = method
+
+    def fit(self, X: Any, y: Any = None) -> "FEATImputer":
+        """Store the table whose rows serve as context."""
+        if self.method not in ("chained", "reconstruction"):
+            raise FEATInputError(f"method must be 'chained' or 'reconstruction', got {self.method!r}")
+        frame = self._context_frame(X, what="X")
+        self._loaded_model()               # a bad checkpoint is refused at fit, missing cells or not
+        self._fit_features(frame)
+        self.frame_ = frame.copy()
+        return self
+
+    def transform(self, X: Any) -> Any:
+        """X with every NaN cell filled, in X's dtypes and categories (DataFrame in, DataFrame out)."""
+        check_is_fitted(self, "context_")
+        frame = self._query_frame(X, "X")
+        xz = self.preprocessor_.transform(frame, "query")
+        same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
+        if not same:                                                  # the table's own notes were given at fit
+            self.preprocessor_.warn_unreadable(frame, xz, "X")
+        chained = self._chained_columns(frame) if self.method == "chained" else []
+        z = np.zeros(xz.shape)
+        if any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained):
+            table = xz if same else np.vstack([self.context_, xz])
+            z = self._reconstruct(table)[len(table) - len(xz):]
+        if chained:
+            self._fill_chained(z, frame, chained, frame if same else pd.concat([self.frame_, frame], ignore_index=True))
+        out = self.preprocessor_.inverse_transform(z, frame)
+        left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
+        if left:
+            warnings.warn(f"columns {left} were dropped ({', '.join(self.preprocessor_.dropped_[c] for c in left)}) "
+                          "and keep their missing cells", FEATDataWarning, stacklevel=2)
+        return out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)
+
+    def _chained_columns(self, frame: pd.DataFrame) -> list:
+        """The incomplete numeric and categorical columns of frame (dates go to the imputation head)."""
+        return [c for c in self.preprocessor_.plan_ if c.kind in ("numeric", "categorical") and frame[c.name].isna().any()]
+
+    def _fill_chained(self, z: np.ndarray, frame: pd.DataFrame, columns: list, table: pd.DataFrame) -> None:
+        """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells.
+        table: the context rows (the fitted rows and frame's, or frame alone)."""
+        pre = self.preprocessor_
+        offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
+        usable = [c.name for c in pre.plan_]
+        steps = StepCounter(self.progress, len(columns))
+        # callbacks made here, in column order: a run's place in the stream must not depend on which worker starts first
+        say = {c.name: steps.callback(f"column {c.name!r}") for c in columns}
+
+        def predicted(c) -> tuple[np.ndarray, Any]:
+            # a numeric column is predicted as its numbers (read from text too, where it is text)
+            target = pd.Series(c.encode(table[c.name])[:, 0], index=table.index) if c.kind == "numeric" else table[c.name]
+            known = target.notna().to_numpy()
+            rows = np.flatnonzero(frame[c.name].isna().to_numpy())
+            y = target[known]
+            X = table.loc[known, [n for n in usable if n != c.name]]
+            query = frame.iloc[rows][[n for n in usable if n != c.name]]
+            kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
+                      max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
+                      progress=say[c.name], precision=self.precision)
+            if not X.shape[1] or y.nunique() < 2:
+                return rows, np.repeat(y.mode().iloc[0], len(rows))
+            if c.kind == "categorical":
+                return rows, _predict_levels(FEATClassifier(multiclass="head", **kw), X, y, query)
+            return rows, FEATRegressor(**kw).fit(X, y).predict(query)
+
+        with warnings.catch_warnings():         # on this thread, so the filter holds for the workers' whole runs
+            warnings.simplefilter("ignore", FEATDataWarning)          # the table's own notes were given at fit
+            preds = map_runs(predicted, columns, self.device, steps.flush)     # the columns on all cores
+        for c, (rows, pred) in zip(columns, preds):
+            j = offset[c.name]
+            raw = c.categories.get_indexer(pd.Index(pred)) if c.kind == "categorical" else np.asarray(pred, np.float64)
+            z[rows, j] = (raw - pre.mean_[j]) / pre.std_[j]
+
+    def _reconstruct(self, table: np.ndarray) -> np.ndarray:
+        """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it)."""
+        model = self._loaded_model()
+        # no max_context for the members: the rows are blocked below
+        members = plan_members(len(table), table.shape[1], self.n_estimators or 4, self._model_width(), None,
+                               self.random_state)
+        block = len(table) if self.max_context is None else self.max_context
+        n_blocks = math.ceil(len(table) / block)
+        total, count = np.zeros(table.shape), np.zeros(table.shape[1])
+        steps = StepCounter(self.progress, len(members) * n_blocks)
+        for i, m in enumerate(members):
+            order = np.random.default_rng(m.seed).permutation(len(table))
+            for b in range(n_blocks):
+                rows = order[b * block:(b + 1) * block]
+                recon = runner.reconstruction(model, table[rows][:, m.features], m, self._engine_settings(),
+                                              steps.callback(f"member {i + 1}/{len(members)}, block {b + 1}/{n_blocks}"))
+                total[np.ix_(rows, m.features)] += recon
+            count[m.features] += 1
+        return total / count
+
+
+def _predict_levels(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series, query: pd.DataFrame) -> np.ndarray:
+    """A categorical column's levels for the query rows in one run per member, from the classification
+    head: when the column has more levels than the head reads, the most frequent head-size - 1 keep
+    their own class and the rest share one, which fills its cells with the most frequent of them."""
+    limit = clf._loaded_model().cfg.max_classes
+    counts = y.value_counts()
+    if len(counts) <= limit:
+        return clf.fit(X, y).predict(query)
+    top = counts.index[:limit - 1]
+    codes = pd.Series(top.get_indexer(y), index=y.index)        # -1: one of the rarer levels
+    pred = clf.fit(X, codes).predict(query)
+    return np.where(pred >= 0, np.asarray(top, dtype=object)[np.maximum(pred, 0)], counts.index[limit - 1])

@@ -1,0 +1,283 @@
+"""The classifier's and regressor's shared `fit`: the stages of `feat_engine.reading` run in order on a
+labelled context, and the matrices each engine run then reads (docs/design.md, "What `fit` and `predict` do")."""
+from __future__ import annotations
+
+import os
+import warnings
+from abc import ABC, abstractmethod
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+
+from ..errors import FEATDataWarning, FEATInputError
+from ..inference import StateCache
+from ..model import FEAT
+from ..preprocess import RowDetail
+from ..progress import Progress
+from ..reading.blend import Blend, choose_blend, held_out_rows
+from ..reading.context_size import HeldOutLoss, choose_local_context
+from ..reading.local_parts import local_contexts, rows_per_run
+from ..reading.members import Member, plan_members
+from ..reading.quantile_transform import reads_quantiles
+from ..reading.relevance import relevance
+from ..reading.run_inputs import RunInputs, fit_run_inputs
+from ..reading.stacked_model import STOP_ROWS, check_stacked_model
+from . import runner
+from .base import FEATBase
+
+LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
+
+
+class RunMatrices(NamedTuple):
+    """What one member's engine runs read under one labelling: the context matrix and its labels, the query
+    matrix, and the stacked model's own prediction for each query (NaN without one)."""
+
+    context: np.ndarray
+    labels: np.ndarray
+    queries: np.ndarray
+    stacked: np.ndarray
+
+
+class InContextBase(FEATBase, ABC):
+    """Classifier and regressor: a labelled context read by members, in local parts on long contexts.
+    Subclasses provide `_outputs`, `_combine` and `_row_loss`."""
+
+    def __init__(
+        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
+        checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
+        precision: str = "auto", view: str | None = "auto", blend: bool = True,
+    ):
+        super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
+        self.local_context = local_context
+        self.view = view
+        self.blend = blend
+
+    # ----------------------------------------------------------------------------------- what subclasses provide
+
+    @abstractmethod
+    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
+
+    @abstractmethod
+    def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
+        """The members' outputs blended with their stacked models' at `weight`, averaged."""
+
+    @staticmethod
+    @abstractmethod
+    def _row_loss(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Each row's loss of `pred` against the model targets y (the blend's choice reads it)."""
+
+    # ----------------------------------------------------------------------------------- fit
+
+    def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
+        """Run the reading stages on the context X with model targets y (class indices or standardised values)."""
+        size = self._checked_local_context()
+        detail = self._fit_features(X)
+        self.y_ = y
+        n, d = self.context_.shape
+        width = max(1, self._model_width() - (self.view is not None))     # the stacked model takes one slot
+        n_ctx = n if self.max_context is None else min(n, self.max_context)
+        self.reading_choice_ = None
+        if size == "auto":
+            self.reading_choice_ = choose_local_context(n, self._held_out_loss(X, y, classification, n_ctx), LOCAL_CONTEXT,
+                                                        y if classification else None, self.random_state, n_ctx)
+            size = self.reading_choice_.size
+        self.local_context_ = size
+        local = rows_per_run(n_ctx, size) < n_ctx
+        self.relevance_ = None
+        if d > width or local:
+            self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)
+        self.members_ = plan_members(n, d, self.n_estimators, width, self.max_context, self.random_state,
+                                     self.relevance_ if d > width else None)
+        held = self._split_contexts(size, classification) if local else None
+        self.run_inputs_ = self._fit_all_run_inputs(detail, classification)
+        self._states = StateCache()
+        self.blend_ = None if held is None else self._choose_blend(held, detail[held])
+        self.reading_ = self._describe_reading()
+
+    def _checked_local_context(self) -> int | str | None:
+        """`local_context` and `view`, refused with a message where they are not one of their values."""
+        size = self.local_context
+        if not (size is None or size == "auto" or (isinstance(size, (int, np.integer)) and size >= 1)):
+            raise FEATInputError(f"local_context must be >= 1, None or 'auto', got {size!r}")
+        check_stacked_model(self.view)
+        return size
+
+    def _split_contexts(self, size: int, classification: bool) -> np.ndarray | None:
+        """Split each member's context into local parts of `size` rows; where a blend is read, first hold rows out
+        of the parts for it (`held_out_rows`). Returns the held rows, None where none are held (no blend, or too
+        few rows left outside them to split, when the parts are drawn again from every row)."""
+        held = None
+        if self.blend and self.view is not None:
+            held = held_out_rows(len(self.context_), self.y_ if classification else None, self.random_state)
+        if not self._split_member_contexts(size, held):
+            held = None
+            self._split_member_contexts(size, None)
+        return held
+
+    def _split_member_contexts(self, size: int, held: np.ndarray | None) -> bool:
+        """Split each member's context rows, less the `held` ones, into local parts of `size` rows, the
+        distances weighted by relevance (nominal columns not at all); False if some member's rows are then
+        too few to split (it would read its whole context, held rows included)."""
+        d = self.context_.shape[1]
+        weights = np.where(np.isin(np.arange(d), self.preprocessor_.nominal_), 0.0, self.relevance_)
+        for m in self.members_:
+            keep = np.arange(len(m.rows)) if held is None else np.flatnonzero(~np.isin(m.rows, held))
+            m.local = local_contexts(self.context_[m.rows[keep]][:, m.features], size, weights[m.features], m.seed)
+            if m.local is None:
+                return False
+            m.local.parts = keep[m.local.parts]
+        return True
+
+    def _choose_blend(self, held: np.ndarray, detail: RowDetail) -> Blend | None:
+        """The blend's weight, chosen on the context rows `held` out of the parts (with their `detail`),
+        read as queries; None where no run has a stacked model."""
+        x = self.context_[held]
+        outputs = self._outputs(x, detail, self._routes(x), held)
+        if all(np.isnan(s).all() for _, s in outputs):
+            return None
+        return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
+
+    def _weight(self) -> float:
+        """The stacked model's weight in the blend (0 where there is none)."""
+        return 0.0 if self.blend_ is None else self.blend_.weight
+
+    def _engine_settings(self) -> runner.EngineSettings:
+        """The device, precision and kept context states of every engine run."""
+        settings = super()._engine_settings()
+        settings.cache = self._states
+        return settings
+
+    def _ovr_classes(self) -> list[int | None]:
+        """The labellings of the context the runs read: None for the target itself; the classifier's
+        one-vs-rest runs read class c against the rest (c)."""
+        return [None]
+
+    def _labels(self, cls: int | None) -> np.ndarray:
+        """The context's labels: the target (cls None), or 1 for class cls and 0 for the rest."""
+        return self.y_ if cls is None else (self.y_ == cls).astype(np.int64)
+
+    def _fit_all_run_inputs(self, detail: RowDetail, classification: bool) -> list[dict[int | None, RunInputs]]:
+        """Each member's target statistics and stacked model for every labelling (`run_inputs.py`), with the
+        `detail` of the context rows. Members that read every row of a context of at most `STOP_ROWS` rows share
+        one fit per labelling and power scale, reordered to their rows; others keep their own fits
+        (docs/design.md, "Fitted once")."""
+        n = len(self.context_)
+        shared: dict[tuple, RunInputs] = {}
+        inputs = []
+        for m in self.members_:
+            power, mine = self._power(m), {}
+            if len(m.rows) < n or n > STOP_ROWS:
+                own = detail[m.rows]
+                inputs.append({cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification)
+                               for cls in self._ovr_classes()})
+                continue
+            for cls in self._ovr_classes():
+                if (cls, power) not in shared:
+                    shared[cls, power] = self._fit_run_inputs(np.arange(n), m.features, m.seed, power, cls, detail,
+                                                              classification)
+                mine[cls] = shared[cls, power].reordered(m.rows, m.features)
+            inputs.append(mine)
+        return inputs
+
+    def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
+                        cls: int | None, detail: RowDetail, classification: bool) -> RunInputs:
+        """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
+        context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`."""
+        labels = self._labels(cls)[rows]
+        single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
+        nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
+        return fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
+                              classification, self.view, seed, power)
+
+    def _power(self, m: Member) -> tuple[float, float] | None:
+        """The (origin, scale) of the labels of a member that reads them on their power scale; None: as they are."""
+        return None
+
+    def _held_out_loss(self, X: pd.DataFrame, y: np.ndarray, classification: bool, n_ctx: int) -> HeldOutLoss:
+        """Per-row held-out loss of a one-member fit of this estimator with a given reading, on the rows
+        of X: log-loss of the true class, or squared error of the standardised target. With `max_context`,
+        the fit's context is capped in proportion (n_ctx of the len(X) rows)."""
+        params = self.get_params(deep=False)
+
+        def loss(size: int | None, tr: np.ndarray, va: np.ndarray) -> np.ndarray:
+            cap = None if self.max_context is None else max(2, round(len(tr) * n_ctx / len(X)))
+            name = "whole context" if size is None else f"parts of {size:,}"
+            progress = None if self.progress is None else (
+                lambda done, total, msg: self.progress(done, total, f"choosing the reading, {name}: {msg}"))
+            est = type(self)(**{**params, "n_estimators": 1, "local_context": size, "max_context": cap,
+                                "progress": progress})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FEATDataWarning)      # the table's own notes were given at fit
+                est.fit(X.iloc[tr], y[tr])
+                if not classification:
+                    return (est.predict(X.iloc[va]) - y[va]) ** 2
+                p = est.predict_proba(X.iloc[va])
+            col = np.searchsorted(est.classes_, y[va]).clip(0, len(est.classes_) - 1)
+            p_true = np.where(est.classes_[col] == y[va], p[np.arange(len(va)), col], 0.0)
+            return -np.log(np.clip(p_true, 1e-6, 1.0))
+        return loss
+
+    def _describe_reading(self) -> str:
+        """One sentence on how the members read the fitted table (the app's Predict view shows it)."""
+        n, d = self.context_.shape
+        names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
+        width = len(self.members_[0].features)
+        n_quantile = sum(reads_quantiles(m) for m in self.members_)
+        power = any(r.target is not None for inputs in self.run_inputs_ for r in inputs.values())
+        parts = [f"{len(self.members_)} member(s)"
+                 + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else "")
+                 + (" and the target on a power scale" if power else ""),
+                 f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
+                 f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
+                 f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
+        stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values() if r.stacked is not None}
+        kinds = [v.kind for v in stacked.values()]
+        if kinds:
+            n_trees = kinds.count("trees")
+            parts.append(f"a cross-fitted model's prediction as one more feature (boosted trees for {n_trees} of "
+                         f"{len(kinds)} fitted views, the additive model for {len(kinds) - n_trees})")
+        local = self.members_[0].local
+        rows = len(self.members_[0].rows)
+        parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
+                     f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
+        if self.reading_choice_ is not None:
+            parts.append(f"that reading {self.reading_choice_.describe()}")
+        if self.blend_ is not None:
+            parts.append(self.blend_.describe())
+        return "; ".join(parts) + "."
+
+    # ----------------------------------------------------------------------------------- predict
+
+    def _query_rows(self, X: Any) -> tuple[np.ndarray, RowDetail, list[np.ndarray | None]]:
+        """Standardised query rows, their detail, and each member's routing of them."""
+        check_is_fitted(self, "members_")
+        frame = self._query_frame(X, "query")
+        detail = self.preprocessor_.detail(frame, "query")
+        self.preprocessor_.warn_unreadable(frame, detail.values, "query")
+        xq = detail.clipped()
+        return xq, detail, self._routes(xq)
+
+    def _routes(self, xq: np.ndarray) -> list[np.ndarray | None]:
+        """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
+        return [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
+
+    def _run_matrices(self, m: Member, cls: int | None, xq: np.ndarray, detail: RowDetail,
+                      held: np.ndarray | None) -> RunMatrices:
+        """Member m's matrices under labelling `cls`, its fitted target statistics and stacked model applied
+        (`run_inputs_`). `held` gives the context row of each query row when the queries are context rows held
+        out of the parts: those of the member's context read their cross-fitted values."""
+        inputs = self.run_inputs_[m.index][cls]
+        ctx, q = inputs.context(self.context_[m.rows]), inputs.queries(xq, detail)
+        if held is not None:
+            at = np.full(len(self.context_), -1)
+            at[m.rows] = np.arange(len(m.rows))
+            pos = at[held]
+            q[pos >= 0] = ctx[pos[pos >= 0]]
+        stacked = inputs.stacked
+        own = np.full(len(q), np.nan) if stacked is None else q[:, 0] * stacked.std + stacked.mean
+        return RunMatrices(ctx, inputs.labels(self._labels(cls)[m.rows]), q, own)

@@ -1,0 +1,67 @@
+"""FEATRegressor: numeric targets, standardised with the context's statistics and read in context."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from ..preprocess import RowDetail
+from ..progress import StepCounter
+from ..reading.blend import blend_prediction
+from ..reading.members import Member
+from ..reading.quantile_transform import reads_quantiles
+from ..targets import TargetScaler, as_target, target_rows
+from . import runner
+from .base import documented
+from .in_context import InContextBase
+
+
+@documented(
+    "Zero-shot regressor: `fit` stores the context, `predict` reads it with the pretrained model; targets are "
+    "standardised with the context's statistics and mapped back.",
+    {"n_estimators": ("int, default 4", "Ensemble members, each with its own row order, feature order (or subset) "
+                      "and column-identity draw; the 2nd, 4th, ... read numeric columns through their context "
+                      "quantiles and the target on a power scale.")},
+    {"reading_": ("str", "One sentence on how the members read the fitted table.")},
+)
+class FEATRegressor(RegressorMixin, InContextBase):
+    def fit(self, X: Any, y: Any) -> "FEATRegressor":
+        """Store the context table X and its numeric targets y (rows with a missing target are dropped)."""
+        X, y = self._context_frame(X, y), as_target(y)
+        keep = target_rows(y, len(X))
+        self.scaler_ = TargetScaler().fit(y.iloc[keep])
+        self._fit_supervised(X.iloc[keep], self.scaler_.transform(y.iloc[keep]), classification=False)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted targets in the original units, averaged over the members."""
+        z = self._combine(self._outputs(*self._query_rows(X)), self._weight())     # checks it is fitted first
+        return self.scaler_.inverse_transform(z)
+
+    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its (M,) predictions of the standardised target and its stacked model's beside them."""
+        model, settings = self._loaded_model(), self._engine_settings()
+        steps = StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device))
+        outputs = []
+        for m, route in zip(self.members_, routes):
+            mats = self._run_matrices(m, None, xq, detail, held)
+            run = runner.MemberRun(model, m, 0, reads_quantiles(m), settings, f"member {m.index + 1}/{len(self.members_)}")
+            outputs.append((runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps), mats.stacked))
+        return outputs
+
+    def _power(self, m: Member) -> tuple[float, float] | None:
+        """The members that read the quantile transform read the target on its power scale (`power_target.py`)."""
+        return (self.scaler_.mean_, self.scaler_.std_) if reads_quantiles(m) else None
+
+    def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
+        """The members' predictions blended with their stacked models' (on the scale the member reads), mapped to
+        the standardised target and averaged."""
+        return np.mean([inputs[None].output(blend_prediction(pred, stacked, weight))
+                        for inputs, (pred, stacked) in zip(self.run_inputs_, outputs)], axis=0)
+
+    @staticmethod
+    def _row_loss(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Squared error of each row's standardised target."""
+        return (pred - y) ** 2

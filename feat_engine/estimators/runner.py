@@ -1,0 +1,126 @@
+"""The estimators' one door to the engine: route query rows to a member's local parts, batch the parts into
+engine runs, standardise each part as the prior's tables are, and make the call (`engine_call`). Tests that
+watch what the engine reads patch `run_tables` here.
+
+A query row is routed by its own features alone, and a batch is a fixed run of consecutive parts whatever the
+queries, so a query's prediction never depends on the other query rows (docs/design.md, "Local contexts").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from scipy.special import softmax
+
+from ..config import InferenceConfig
+from ..inference import StateCache, map_runs, run, run_tables, tables_per_run
+from ..model import FEAT
+from ..preprocess import standardise
+from ..progress import Progress, StepCounter
+from ..reading.local_parts import LocalContexts
+from ..reading.members import Member
+from ..reading.quantile_transform import quantile_normal
+
+
+@dataclass
+class EngineSettings:
+    """The device, arithmetic and kept context states (None: none kept) of an estimator's engine runs."""
+
+    device: str
+    cfg: InferenceConfig
+    cache: StateCache | None = None
+
+
+@dataclass
+class MemberRun:
+    """What one member's engine runs under one labelling read besides the tables: the model, the task (`n_classes`
+    head slots for classification, 0 for regression), whether the member reads the quantile transform, and the
+    name its progress reports carry."""
+
+    model: FEAT
+    member: Member
+    n_classes: int
+    quantile: bool
+    settings: EngineSettings
+    name: str
+
+
+def part_batches(parts: np.ndarray, n_parts: int, device: str) -> list[range]:
+    """The engine runs that read the local `parts` some query is routed to: each run reads `tables_per_run`
+    consecutive parts (one on a CPU), the same batch whatever the queries."""
+    size = tables_per_run(device)
+    return [range(b * size, min(n_parts, (b + 1) * size)) for b in np.unique(np.asarray(parts) // size)]
+
+
+def count_runs(members: list[Member], routes: list[np.ndarray | None], device: str) -> int:
+    """Engine runs that reading queries routed by `routes` takes, over all members (`member_output`)."""
+    return sum(1 if r is None else len(part_batches(np.unique(r), len(m.local.parts), device))
+               for m, r in zip(members, routes))
+
+
+def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, labels: np.ndarray, q: np.ndarray,
+                  steps: StepCounter) -> np.ndarray:
+    """The member's output for every query row of q: one engine run on its whole context (route None), or one per
+    batch of the local parts that some query row is routed to, the batches on all cores (`map_runs`)."""
+    if route is None:
+        return engine_call(run, [ctx], [labels], [q], steps.callback(run.name))[0]
+    local: LocalContexts = run.member.local
+    order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
+    parts, starts = np.unique(route[order], return_index=True)
+    asked = dict(zip(parts.tolist(), np.split(order, starts[1:])))
+    batches = part_batches(parts, len(local.parts), run.settings.device)
+    noun = "part" if tables_per_run(run.settings.device) == 1 else "batch of parts"
+    jobs = [([local.parts[p] for p in b], [asked.get(p, order[:0]) for p in b], f"{run.name}, {noun} {j + 1}/{len(batches)}")
+            for j, b in enumerate(batches)]
+    read = partial(_read_parts, run, ctx, labels, q, steps)
+    outs = [r for rs in map_runs(read, jobs, run.settings.device, steps.flush) for r in rs]
+    out = np.empty((len(q),) + outs[0].shape[1:], outs[0].dtype)
+    for p, r in zip([p for b in batches for p in b], outs):
+        if p in asked:
+            out[asked[p]] = r
+    return out
+
+
+def _read_parts(run: MemberRun, ctx: np.ndarray, labels: np.ndarray, q: np.ndarray, steps: StepCounter,
+                job: tuple[list[np.ndarray], list[np.ndarray], str]) -> list[np.ndarray]:
+    """One engine run on a batch of local parts (their context rows, the query rows routed to each), read as the
+    prior's tables are: each part's features (and regression target) standardised with its own context
+    statistics, predictions mapped back."""
+    rows, asked, name = job
+    zs = [standardise(np.vstack([ctx[r], q[a]]), len(r)) for r, a in zip(rows, asked)]
+    ctxs, qs = [z[:len(r)] for z, r in zip(zs, rows)], [z[len(r):] for z, r in zip(zs, rows)]
+    ys = [labels[r] for r in rows]
+    if run.n_classes:
+        return engine_call(run, ctxs, ys, qs, steps.callback(name))
+    mus = [float(y.mean()) for y in ys]
+    sds = [sd if sd > 1e-8 else 1.0 for sd in (float(y.std()) for y in ys)]
+    outs = engine_call(run, ctxs, [(y - mu) / sd for y, mu, sd in zip(ys, mus, sds)], qs, steps.callback(name))
+    return [o * sd + mu for o, mu, sd in zip(outs, mus, sds)]
+
+
+def engine_call(run: MemberRun, ctxs: list[np.ndarray], ys: list[np.ndarray], qs: list[np.ndarray],
+                progress: Progress | None) -> list[np.ndarray]:
+    """One engine run on tables of one shape: each table's (M, k) class probabilities or (M,) predictions.
+    A member in the quantile transform reads each table's numbers through it. For classification, class c
+    sits in head slot (c + member index) mod k, so that across members every class visits every slot."""
+    if run.quantile:
+        transformed = [quantile_normal(c, q) for c, q in zip(ctxs, qs)]
+        ctxs, qs = [c for c, _ in transformed], [q for _, q in transformed]
+    model, s = run.model, run.settings
+    ids = run.member.column_ids(model, ctxs[0].shape[1])
+    if not run.n_classes:
+        return [r.pred for r in run_tables(model, ctxs, ys, qs, "regression", column_ids=ids, progress=progress,
+                                           device=s.device, cfg=s.cfg, cache=s.cache)]
+    k = run.n_classes
+    slot = (np.arange(k) + run.member.index) % k
+    res = run_tables(model, ctxs, [slot[y].astype(np.float32) for y in ys], qs, "classification", n_classes=k,
+                     column_ids=ids, progress=progress, device=s.device, cfg=s.cfg, cache=s.cache)
+    return [softmax(r.logits[:, :k].astype(np.float64), axis=1)[:, slot] for r in res]
+
+
+def reconstruction(model: FEAT, table: np.ndarray, member: Member, settings: EngineSettings,
+                   progress: Progress | None) -> np.ndarray:
+    """The imputation head's (N, D) reconstruction of every cell of `table`, all rows read as unlabelled context."""
+    return run(model, table, None, None, None, column_ids=member.column_ids(model), want_recon=True,
+               device=settings.device, cfg=settings.cfg, progress=progress).recon

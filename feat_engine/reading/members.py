@@ -1,0 +1,85 @@
+"""Ensemble members: which context rows each reads in which order, which features in which order (ranked by relevance
+on a table wider than a member reads), and its S-DFE seed
+(docs/design.md, "Ensembling" and "More features than the model was trained on")."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import FEATInputError
+from .local_parts import LocalContexts
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..model import FEAT
+
+
+@dataclass
+class Member:
+    """One ensemble member: which context rows in which order, which features in which order."""
+
+    seed: int                  # S-DFE draw and any member-level randomness
+    rows: np.ndarray           # context row indices, in scan order (a permutation, or a subset)
+    features: np.ndarray       # feature indices, in token order (a shuffle, or a subset)
+    index: int = 0             # position in the ensemble (the classifier's label rotation)
+    local: LocalContexts | None = None   # the member's local contexts (positions in `rows`), if any
+
+    def column_ids(self, model: FEAT, width: int | None = None) -> Tensor:
+        """The member's S-DFE column identities for `width` columns (default: its features)."""
+        return model.column_ids(1, width or len(self.features), seed=self.seed)
+
+
+def plan_members(
+    n_rows: int, n_features: int, n_estimators: int, max_features: int,
+    max_context: int | None, random_state: int | None, relevance: np.ndarray | None = None,
+) -> list[Member]:
+    """Draw the ensemble. With more features than `max_features` and a `relevance` score per
+    feature, every member takes the TOP_SHARE most relevant features and fills its width with
+    others drawn with probability proportional to their relevance (`ranked_features`).
+    Without scores, members are grouped in rounds of ceil(D / max_features): each round splits
+    a fresh feature permutation into parts, and each member takes one part topped up with
+    random other features, so there are max(n_estimators, ceil(D / max_features)) members and
+    every feature is seen at least once."""
+    if n_estimators < 1:
+        raise FEATInputError(f"n_estimators must be >= 1, got {n_estimators}")
+    if max_context is not None and max_context < 1:
+        raise FEATInputError(f"max_context must be >= 1 or None, got {max_context}")
+    rng = np.random.default_rng(random_state)
+    width = min(n_features, max_features)
+    ranked = relevance is not None and n_features > width
+    per_round = 1 if ranked else math.ceil(n_features / width)
+    n_members = max(n_estimators, per_round)
+    n_ctx = n_rows if max_context is None else min(n_rows, max_context)
+    members, parts = [], []
+    for i in range(n_members):
+        if ranked:
+            feats = rng.permutation(ranked_features(relevance, width, rng))
+        else:
+            if not parts:
+                parts = list(np.array_split(rng.permutation(n_features), per_round))
+            part = parts.pop(0)
+            rest = np.setdiff1d(np.arange(n_features), part)
+            feats = rng.permutation(np.concatenate([part, rng.choice(rest, width - len(part), replace=False)]))
+        rows = rng.permutation(n_rows)[:n_ctx]
+        members.append(Member(int(rng.integers(2**31 - 1)), rows, feats, i))
+    return members
+
+
+TOP_SHARE = 0.5     # share of a member's width given to the most relevant features
+
+
+def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
+    """`width` feature indices: the round(TOP_SHARE * width) most relevant, then others drawn
+    without replacement with probability proportional to relevance (plus a floor of 1% of the
+    mean, so that a feature scored 0 can still be drawn)."""
+    order = np.argsort(-np.asarray(relevance), kind="stable")
+    n_top = int(round(TOP_SHARE * width))
+    top, rest = order[:n_top], order[n_top:]
+    p = np.maximum(np.asarray(relevance, np.float64)[rest], 0) + 0.01 * max(float(np.mean(relevance)), 1e-12)
+    return np.concatenate([top, rng.choice(rest, width - n_top, replace=False, p=p / p.sum())])
+
+

@@ -1,0 +1,98 @@
+"""Targets: the task a target asks for, the rows that have one, class labels <-> 0..K-1, and
+regression targets standardised with the context's statistics."""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
+
+from .errors import FEATDataWarning, FEATInputError, sklearn_words
+from .preprocess import column_kind, numbers
+
+
+def is_continuous(y: pd.Series) -> bool:
+    """Whether the observed values of y are what scikit-learn's `type_of_target` calls continuous:
+    numbers, not all of them whole. A classifier refuses such a target; `infer_task` calls it regression."""
+    if column_kind(y) != "numeric":
+        return False
+    v = numbers(y)
+    v = v[np.isfinite(v)]
+    return len(v) > 0 and type_of_target(v) == "continuous"
+
+
+def infer_task(y: pd.Series, max_classes: int = 10) -> str:
+    """'regression' for a continuous target or a numeric one of more than `max_classes` values; else
+    'classification' (text, booleans, categories, a few whole numbers). The one rule behind the
+    CLI's `--task auto` and the app's task detection."""
+    many = column_kind(y) == "numeric" and y.nunique() > max_classes
+    return "regression" if many or is_continuous(y) else "classification"
+
+
+def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
+    """Boolean mask of rows with an observed target; warns when some are dropped, raises if none."""
+    y = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y)
+    if len(y) != n_rows:
+        raise FEATInputError(f"target {name!r} has {len(y)} values but the table has {n_rows} rows")
+    if pd.api.types.is_complex_dtype(y.dtype):
+        raise FEATInputError(f"target {name!r}: Complex data not supported")
+    keep = y.notna().to_numpy()
+    if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        keep = keep & np.isfinite(numbers(y))
+    if not keep.any():
+        raise FEATInputError(f"target {name!r} is all missing (NaN)")
+    if not keep.all():
+        warnings.warn(f"dropped {int((~keep).sum())} context rows whose target {name!r} is missing", FEATDataWarning, stacklevel=3)
+    return keep
+
+
+class ClassEncoder:
+    """Class labels of any type <-> 0..K-1 (sorted where the labels sort)."""
+
+    def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
+        self.classes_ = pd.Categorical(y).categories.to_numpy()
+        if len(self.classes_) < 2:
+            raise FEATInputError(f"target {name!r} has a single class ({self.classes_[0]!r}); classification needs at least two")
+        return self
+
+    def transform(self, y: pd.Series) -> np.ndarray:
+        return pd.Index(self.classes_).get_indexer(y).astype(np.int64)
+
+    def inverse_transform(self, codes: np.ndarray) -> np.ndarray:
+        return self.classes_[np.asarray(codes)]
+
+
+class TargetScaler:
+    """Regression targets: numeric check, standardisation with context stats, and its inverse."""
+
+    def fit(self, y: pd.Series, name: str = "y") -> "TargetScaler":
+        if pd.api.types.is_bool_dtype(y.dtype) or not pd.api.types.is_numeric_dtype(y.dtype):
+            raise FEATInputError(f"regression target {name!r} is not numeric (dtype {y.dtype}, e.g. {y.iloc[0]!r})")
+        v = numbers(y)
+        self.mean_, std = float(np.mean(v)), float(np.std(v))
+        self.std_ = std if std > 0 else 1.0
+        self.constant_ = bool(np.ptp(v) == 0)
+        return self
+
+    def transform(self, y: pd.Series) -> np.ndarray:
+        return ((numbers(y) - self.mean_) / self.std_).astype(np.float32)
+
+    def inverse_transform(self, z: np.ndarray) -> np.ndarray:
+        """z in the target's units. A constant context target is the prediction for every row: a model that
+        has only ever read targets that vary would otherwise add its noise to it (docs/design.md, "Preprocessing")."""
+        z = np.asarray(z, dtype=np.float64)
+        return np.full_like(z, self.mean_) if self.constant_ else z * self.std_ + self.mean_
+
+
+
+def as_target(y: Any) -> pd.Series:
+    """y as a Series, numbers held as objects made numbers. A Series is taken as it is; anything else
+    goes through scikit-learn's `column_or_1d`, which warns (DataConversionWarning) on a column
+    vector and refuses other shapes and complex numbers."""
+    if not isinstance(y, pd.Series):
+        with sklearn_words("target"):
+            y = pd.Series(column_or_1d(y, warn=True))
+    return y.infer_objects()
