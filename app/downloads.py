@@ -9,6 +9,7 @@ import pandas as pd
 from feat_engine.predictions import prediction_table
 
 from .io import TableError
+from .metrics import card_text
 
 
 def csv_bytes(df: pd.DataFrame, index: bool = False) -> bytes:
@@ -67,4 +68,5 @@ def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT):
     def paint(_):
         return pd.DataFrame(np.where(m, style, ""), index=df.index, columns=df.columns)
 
-    return df.style.apply(paint, axis=None).format(precision=3, na_rep="")
+    numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    return df.style.apply(paint, axis=None).format(na_rep="").format(card_text, subset=numbers, na_rep="")

@@ -83,18 +83,24 @@ def _kwargs(params: dict, progress: Progress | None) -> dict:
     return kw
 
 
+def _phase(progress: Progress | None, words: str) -> Progress | None:
+    """`progress` with each message headed by the phase it belongs to ("learning from ...", "predicting ...")."""
+    return None if progress is None else (lambda done, total, msg: progress(done, total, f"{words}: {msg}"))
+
+
 def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,
             params: dict, progress: Progress | None = None) -> Outcome:
     """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes, reading), where
     reading is the estimator's sentence on how it read the table."""
     def go():
+        cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
+        est = cls(**_kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))).fit(X_train, y_train)
+        est.set_params(progress=_phase(progress, f"predicting {len(X_test):,} rows"))
         if task == "classification":
-            est = fe.FEATClassifier(**_kwargs(params, progress)).fit(X_train, y_train)
             proba = np.asarray(est.predict_proba(X_test), dtype=float)
             classes = list(est.classes_)
             pred = np.asarray(classes, dtype=object)[proba.argmax(axis=1)] if len(proba) else np.array([], dtype=object)
             return {"pred": pred, "proba": proba, "classes": classes, "reading": est.reading_}
-        est = fe.FEATRegressor(**_kwargs(params, progress)).fit(X_train, y_train)
         return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None,
                 "reading": est.reading_}
 

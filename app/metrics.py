@@ -12,12 +12,14 @@ from feat_engine.predictions import roc_auc
 
 
 def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = False) -> str:
-    """A number as a metric card shows it: integers whole, other numbers to `digits` significant
-    digits (never fewer than their integer part has; scientific below 0.001), thousands separated,
-    "n/a" when missing or infinite. `unit` follows after a space; `sign` adds + to positive numbers."""
+    """A number as every card, table and label of the app shows it: whole numbers whole, other numbers to
+    `digits` significant digits (never fewer than their integer part has; scientific below 0.001), thousands
+    separated, "n/a" when missing or infinite. `unit` follows after a space; `sign` adds + to positive numbers."""
     if x is None or not np.isfinite(x):
         return "n/a"
     plus = "+" if sign else ""
+    if isinstance(x, (float, np.floating)) and float(x).is_integer() and abs(x) < 1e15:
+        x = int(x)
     if isinstance(x, (int, np.integer)):
         return f"{x:{plus},}" + (f" {unit}" if unit else "")
     rounded = float(f"{x:.{digits - 1}e}")
@@ -27,6 +29,15 @@ def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = Fal
     else:
         text = f"{x:{plus},.{max(0, digits - 1 - magnitude)}f}"
     return f"{text} {unit}" if unit else text
+
+
+def size_text(n_bytes: float) -> str:
+    """A memory size in the unit that reads best: "620 B", "9.9 KB", "12.3 MB", "1.2 GB"."""
+    for unit in ("B", "KB", "MB"):
+        if n_bytes < 1024:
+            return f"{n_bytes:,.0f} {unit}" if unit == "B" else f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:,.1f} GB"
 
 
 def label_codes(values, labels: list) -> np.ndarray:

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import hashlib
+import re
+import time
 from typing import Any
 
 import pandas as pd
@@ -134,12 +136,56 @@ def store_result(kind: str, value: dict[str, Any]) -> None:
     st.session_state[f"result:{kind}"] = value
 
 
+# the engine's progress words -> an analyst's (a display choice: the engine's stream stays as the CLI prints it)
+_WORDS = [
+    (re.compile(r"\ball members\b"), "all passes"),
+    (re.compile(r"\bmember (\d+)/(\d+)"), r"pass \1 of \2"),
+    (re.compile(r"\bclass (\d+)/(\d+)"), r"class \1 of \2"),
+    (re.compile(r"\b(?:part|batch of parts) (\d+)/(\d+)"), r"group of rows \1 of \2"),
+    (re.compile(r"\bblock (\d+)/(\d+)"), r"block \1 of \2"),
+    (re.compile(r"encoding (\d+) context rows( of \d+ tables)?"), r"reading \1 example rows"),
+    (re.compile(r"context block \d+/\d+ done"), "reading the example rows"),
+    (re.compile(r"\d+ context rows read before"), "example rows already read"),
+    (re.compile(r"query rows (\d+)/(\d+)"), r"predicting rows, \1 of \2"),
+    (re.compile(r"choosing the reading"), "trying context sizes"),
+    (re.compile(r"\b\d{4,}\b"), lambda m: f"{int(m.group()):,}"),
+]
+
+
+def progress_words(message: str) -> str:
+    """An engine progress message in an analyst's words ("member 1/4, part 2/6: encoding 1024 context rows" ->
+    "pass 1 of 4, group of rows 2 of 6: reading 1,024 example rows")."""
+    for pattern, words in _WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
 def progress_callback(bar):
-    """An estimator progress callback that moves an st.progress bar."""
+    """An estimator progress callback that moves an st.progress bar, in an analyst's words, with the time left
+    once it can be told (from the share done so far of the current phase: the text before the first colon)."""
+    clock = {"phase": None, "start": time.monotonic()}
+
     def cb(done: int, total: int, message: str = "") -> None:
         frac = 0.0 if not total else max(0.0, min(1.0, done / total))
-        bar.progress(frac, text=str(message)[:120])
+        phase = str(message).split(":", 1)[0]
+        if phase != clock["phase"]:
+            clock.update(phase=phase, start=time.monotonic())
+        text = progress_words(str(message))
+        elapsed = time.monotonic() - clock["start"]
+        if 0.05 <= frac < 1 and elapsed >= 3:
+            text += f" (about {seconds_text(elapsed * (1 - frac) / frac)} left)"
+        bar.progress(frac, text=text[:200])
     return cb
+
+
+def seconds_text(s: float) -> str:
+    """A duration as an analyst reads it: "8 s", "2 min 5 s", "1 h 3 min"."""
+    s = max(0, int(round(s)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def show_error(e: Exception) -> None:

@@ -20,9 +20,8 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-import numpy as np
-
 import common as C
+import numpy as np
 from quality import fit_predict
 
 # (label, module, attribute): the stages, in the order `fit` and `predict` meet them

@@ -5,12 +5,7 @@ from .errors import FEATDataWarning, FEATInputError
 from .estimators import FEATClassifier, FEATImputer, FEATRegressor
 from .model import FEAT
 from .relations import (
-    dependence_matrix,
-    edge_matrix,
-    mutual_information_matrix,
-    pearson_matrix,
-    relation_matrix,
-    spearman_matrix,
+    dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
 from .targets import infer_task, is_continuous
 

@@ -194,6 +194,11 @@ def test_classification_metrics():
     assert m3["ROC-AUC"] == pytest.approx(1.0)
 
 
+def test_sizes_read_in_their_own_unit():
+    assert [metrics.size_text(n) for n in (620, 10_100, 12.3 * 2**20, 1.25 * 2**30)] == \
+        ["620 B", "9.9 KB", "12.3 MB", "1.2 GB"]
+
+
 def test_metrics_take_labels_of_any_kind_on_either_side():
     """An integer 0/1 target comes back from the model as objects, from a category column as a Categorical, from
     a nullable column as Int64: scikit-learn called that "a mix of binary and unknown targets" and the page
@@ -241,7 +246,7 @@ def test_imputation_scores():
     (56958.862, {}, "56,959"), (0.91234, {}, "0.912"), (0.0012345, {}, "0.00123"), (1.5e-6, {}, "1.50e-06"),
     (1234567, {}, "1,234,567"), (np.int64(569), {}, "569"), (9.996, {}, "10.0"), (0.75, {}, "0.750"),
     (12.345, {"unit": "s"}, "12.3 s"), (-1234.5678, {"sign": True}, "-1,235"), (0.05, {"sign": True}, "+0.0500"),
-    (float("nan"), {}, "n/a"), (float("inf"), {}, "n/a"), (None, {}, "n/a"),
+    (float("nan"), {}, "n/a"), (float("inf"), {}, "n/a"), (None, {}, "n/a"), (3.0, {}, "3"), (np.float32(-20.0), {}, "-20"),
 ])
 def test_card_text(value, kw, text):
     assert metrics.card_text(value, **kw) == text
@@ -447,3 +452,34 @@ def test_stage_progress_never_goes_back():
     assert fracs == sorted(fracs) and (fracs[0], fracs[3], fracs[-1]) == (0.0, 0.5, 1.0)
     assert seen[0][1] == "attention: run" and seen[-1][1] == "dependence: run"
     assert StepCounter(None, 2).callback("attention") is None
+
+
+# --------------------------------------------------------------------------- progress
+
+def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch):
+    from app import state
+
+    said = state.progress_words("learning from 3000 example rows: member 1/4, part 2/6: encoding 1024 context rows")
+    assert said == "learning from 3,000 example rows: pass 1 of 4, group of rows 2 of 6: reading 1,024 example rows"
+    assert state.progress_words("predicting 500 rows: member 2/4, class 3/11: query rows 64/500") == \
+        "predicting 500 rows: pass 2 of 4, class 3 of 11: predicting rows, 64 of 500"
+    assert state.progress_words("all members: fitting the classical models on the context") == \
+        "all passes: fitting the classical models on the context"
+    assert [state.seconds_text(s) for s in (7.6, 125, 3790)] == ["8 s", "2 min 5 s", "1 h 3 min"]
+
+    class Bar:
+        def progress(self, frac, text):
+            shown.append((frac, text))
+
+    shown, now = [], [100.0]
+    monkeypatch.setattr(state.time, "monotonic", lambda: now[0])
+    cb = state.progress_callback(Bar())
+    cb(0, 10, "learning: member 1/4: encoding 100 context rows")
+    now[0] += 20
+    cb(4, 10, "learning: member 2/4: encoding 100 context rows")    # 40% in 20 s: 30 s left
+    cb(10, 10, "learning: member 4/4: query rows 10/10")
+    now[0] += 1
+    cb(1, 4, "predicting: member 1/4: query rows 10/10")          # a new phase: its own clock, too early to tell
+    assert shown[0] == (0.0, "learning: pass 1 of 4: reading 100 example rows")
+    assert shown[1] == (0.4, "learning: pass 2 of 4: reading 100 example rows (about 30 s left)")
+    assert "left" not in shown[2][1] and "left" not in shown[3][1] and shown[3][0] == 0.25

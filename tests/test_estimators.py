@@ -434,3 +434,19 @@ def test_kept_states_respect_their_budget_and_never_travel_in_a_pickle():
     pred = est.predict(X[250:])
     assert len(est._states) == 1 and len(pickle.dumps(est)) == size
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(X[250:]), pred)
+
+
+def test_fit_reports_progress_while_it_fits_the_classical_models():
+    """The cross-fitted classical models are most of a short table's fit: `fit` reports each one's start and end,
+    one per labelling where the members share them, so a progress bar moves before the first engine run."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])                          # three classes: one run per class
+    seen = []
+    FEATClassifier(n_estimators=2, progress=lambda d, t, m: seen.append((d, t, m))).fit(X, y)
+    assert [m.split(":")[0] for d, t, m in seen if "fitted" in m][-1] == "all members, class 3/3"
+    assert seen[0] == (0, 3, "all members, class 1/3: fitting the classical models on the context")
+    assert seen[-1][:2] == (3, 3) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    seen.clear()
+    FEATRegressor(n_estimators=2, view=None, progress=lambda d, t, m: seen.append((d, t, m))).fit(X, X[:, 1])
+    assert seen[-1][:2] == (2, 2)                                   # the members' two scales of the target

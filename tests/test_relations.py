@@ -15,12 +15,7 @@ from feat_engine import (
     spearman_matrix,
 )
 from feat_engine.checkpoint import (
-    DEFAULT_CHECKPOINT,
-    edge_head_path,
-    load_checkpoint,
-    load_edge_head,
-    save_checkpoint,
-    save_edge_head,
+    DEFAULT_CHECKPOINT, edge_head_path, load_checkpoint, load_edge_head, save_checkpoint, save_edge_head,
 )
 from feat_engine.errors import CheckpointError
 from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead

@@ -60,7 +60,7 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("Rows", metrics.card_text(df.shape[0]))
 m2.metric("Columns", metrics.card_text(df.shape[1]))
 m3.metric("Missing cells", metrics.card_text(int(df.isna().sum().sum())))
-m4.metric("Memory", metrics.card_text(df.memory_usage(deep=True).sum() / 2**20, "MB"))
+m4.metric("Memory", metrics.size_text(df.memory_usage(deep=True).sum()))
 for n in ds["notes"]:
     st.caption(f"Read: {n}")
 too_big = aio.memory_problem(*df.shape, ds["name"])

@@ -35,9 +35,9 @@ if go:
         aio.check_features(table)
         aio.check_fits_machine(*table.shape, "this table")
         with st.status(f"FEAT imputing {n_miss:,} cells ...", expanded=True) as status:
-            bar = st.progress(0.0, text="starting")
+            bar = st.progress(0.0, text="preparing: each incomplete column is predicted from the others")
             out = engine.impute(table, params, state.progress_callback(bar))
-            status.update(label=f"Done in {out.seconds:.1f} s", state="complete", expanded=False)
+            status.update(label=f"Done in {state.seconds_text(out.seconds)}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
     else:

@@ -54,7 +54,7 @@ if go:
         masked = truth.mask(pd.DataFrame(mask, index=truth.index, columns=truth.columns))
         filled, secs, notes = {}, {}, []
         with st.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
-            bar = st.progress(0.0, text="FEAT")
+            bar = st.progress(0.0, text="FEAT: preparing")
             out = engine.impute(masked, state.run_params(n_estimators=int(n_est), random_state=int(seed)),
                                 state.progress_callback(bar))
             filled["FEAT"], secs["FEAT"], notes = out.value, out.seconds, out.warnings
@@ -66,7 +66,7 @@ if go:
                     secs[m] = time.perf_counter() - t0
                 except Exception as e:  # a baseline failing must not hide FEAT's result
                     st.warning(f"{m} failed on this table ({type(e).__name__}: {str(e)[:200]}); left out.")
-            status.update(label=f"Done: FEAT {secs['FEAT']:.1f} s", state="complete", expanded=False)
+            status.update(label=f"Done: FEAT {state.seconds_text(secs['FEAT'])}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError, ValueError) as e:
         state.show_error(e)
     else:
@@ -89,13 +89,13 @@ c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]))
 c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]))
 c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"))
 st.markdown("#### Overall (mean over columns)")
-st.dataframe(overall.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+st.dataframe(overall.style.format(metrics.card_text), width="stretch")
 for metric in ("NRMSE", "accuracy"):
     if (scores["metric"] == metric).any():
         st.plotly_chart(figures.imputation_bars(scores, metric), width="stretch", key=f"imp_bars_{metric}")
 with st.expander("Per-column scores"):
     wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
-    st.dataframe(wide.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+    st.dataframe(wide.style.format(metrics.card_text), width="stretch")
     st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
                        "text/csv", key="dl_mask_scores")
 

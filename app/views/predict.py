@@ -89,19 +89,23 @@ if submitted:
                                      "Use Evaluate mode, or upload a table where the rows to predict have an empty target.")
         X_tr, y_tr, X_te = X_all.iloc[tr], y_all.iloc[tr], X_all.iloc[te]
         aio.check_fits_machine(len(X_all), X_all.shape[1], "this table")
-        with st.status(f"FEAT: {len(tr):,} context rows, {len(te):,} rows to predict ...", expanded=True) as status:
-            bar = st.progress(0.0, text="starting")
+        with st.status(f"FEAT: learning from {len(tr):,} example rows, predicting {len(te):,} ...",
+                       expanded=True) as status:
+            bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
             out = engine.predict(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
-            bar.progress(1.0, text=f"FEAT done in {out.seconds:.1f} s")
+            bar.progress(1.0, text=f"FEAT done in {state.seconds_text(out.seconds)}")
             gb, gb_error = None, None
             if mode == "Evaluate" and with_gbdt:
-                st.write(f"Training {baselines.gbdt_name()} on the same {len(tr):,} rows ...")
+                status.update(label=f"{baselines.gbdt_name()}: training on the same {len(tr):,} rows ...")
+                bar.progress(0.0, text=f"{baselines.gbdt_name()}: training on the same {len(tr):,} rows")
                 try:
                     gb = baselines.fit_predict_gbdt(X_tr, y_tr, X_te, task, int(seed))
                 except Exception as e:  # the baseline failing must not hide FEAT's result
                     gb_error = (f"{baselines.gbdt_name()} could not be trained on this table ({type(e).__name__}: "
                                 f"{str(e)[:200]}), so the comparison shows FEAT alone.")
-            status.update(label=f"Done: FEAT {out.seconds:.1f} s" + (f", {gb['name']} {gb['seconds']:.1f} s" if gb else "")
+                bar.progress(1.0, text=f"{baselines.gbdt_name()} " + ("failed" if gb_error else "done"))
+            status.update(label=f"Done: FEAT {state.seconds_text(out.seconds)}"
+                          + (f", {gb['name']} {state.seconds_text(gb['seconds'])}" if gb else "")
                           + (f", {baselines.gbdt_name()} failed (see below)" if gb_error else ""),
                           state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
@@ -138,11 +142,11 @@ if res["mode"] == "Evaluate":
         v = scores["FEAT"][k]
         delta = None
         if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
-            delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True)} vs {gb['name']}"
+            delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True, digits=2)} vs {gb['name']}"
         col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta,
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
     mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"))
-    st.dataframe(table_scores.style.format("{:.3f}", na_rep="n/a"), width="stretch")
+    st.dataframe(table_scores.style.format(metrics.card_text), width="stretch")
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
         st.caption("ROC-AUC is n/a: the holdout holds a single class.")
     if task_r == "classification":

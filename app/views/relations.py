@@ -45,11 +45,11 @@ if go:
             raise aio.TableError("relations need at least two columns in use.", "In Data, stop ignoring some columns.")
         sub = table if len(table) <= max_rows else table.sample(int(max_rows), random_state=int(seed))
         with st.status(f"FEAT relations over {len(sub):,} rows x {len(cols)} columns ...", expanded=True) as status:
-            bar = st.progress(0.0, text="starting")
+            bar = st.progress(0.0, text="preparing: FEAT reads the table once per matrix")
             params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_rows=len(sub),
                                       edge_head=state.model_info()["edge_head"])
             out = engine.relations(sub, tgt, params, state.progress_callback(bar))
-            status.update(label=f"Done in {out.seconds:.1f} s", state="complete", expanded=False)
+            status.update(label=f"Done in {state.seconds_text(out.seconds)}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
     else:
@@ -113,4 +113,4 @@ long = pd.concat([mats[n].loc[order, order].rename_axis(index="row", columns="co
                   .reset_index().assign(method=n) for n in mats], ignore_index=True)
 exports[-1].download_button(f"All {len(mats)}, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv", "text/csv",
                             key="dl_rel_all")
-st.caption(f"Computed on {res['n_rows']:,} rows in {res['seconds']:.1f} s.")
+st.caption(f"Computed on {res['n_rows']:,} rows in {state.seconds_text(res['seconds'])}.")

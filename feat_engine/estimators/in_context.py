@@ -15,7 +15,7 @@ from ..errors import FEATDataWarning, FEATInputError
 from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import RowDetail
-from ..progress import Progress
+from ..progress import Progress, StepCounter
 from ..reading.blend import Blend, choose_blend, held_out_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
@@ -167,32 +167,45 @@ class InContextBase(FEATBase, ABC):
         one fit per labelling and power scale, reordered to their rows; others keep their own fits
         (docs/design.md, "Fitted once")."""
         n = len(self.context_)
+        classes = self._ovr_classes()
+        alone = [len(m.rows) < n or n > STOP_ROWS for m in self.members_]
+        n_shared = len({(cls, self._power(m)) for m, a in zip(self.members_, alone) if not a for cls in classes})
+        steps = StepCounter(self.progress, sum(alone) * len(classes) + n_shared)
         shared: dict[tuple, RunInputs] = {}
         inputs = []
-        for m in self.members_:
+        for m, a in zip(self.members_, alone):
             power, mine = self._power(m), {}
-            if len(m.rows) < n or n > STOP_ROWS:
+            if a:
                 own = detail[m.rows]
-                inputs.append({cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification)
-                               for cls in self._ovr_classes()})
+                inputs.append({cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification,
+                                                         steps, f"member {m.index + 1}/{len(self.members_)}")
+                               for cls in classes})
                 continue
-            for cls in self._ovr_classes():
+            for cls in classes:
                 if (cls, power) not in shared:
                     shared[cls, power] = self._fit_run_inputs(np.arange(n), m.features, m.seed, power, cls, detail,
-                                                              classification)
+                                                              classification, steps, "all members")
                 mine[cls] = shared[cls, power].reordered(m.rows, m.features)
             inputs.append(mine)
         return inputs
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
-                        cls: int | None, detail: RowDetail, classification: bool) -> RunInputs:
+                        cls: int | None, detail: RowDetail, classification: bool, steps: StepCounter,
+                        name: str) -> RunInputs:
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
-        context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`."""
+        context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`; its start and
+        end reported to `steps` under `name`."""
+        say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}")
+        if say is not None:
+            say(0, 1, "fitting the classical models on the context")
         labels = self._labels(cls)[rows]
         single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
-        return fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
-                              classification, self.view, seed, power)
+        inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
+                                classification, self.view, seed, power)
+        if say is not None:
+            say(1, 1, "classical models fitted")
+        return inputs
 
     def _power(self, m: Member) -> tuple[float, float] | None:
         """The (origin, scale) of the labels of a member that reads them on their power scale; None: as they are."""
