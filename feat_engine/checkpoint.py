@@ -151,7 +151,21 @@ def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, di
 
 
 def load_model(path: str | os.PathLike | None = None) -> FEAT:
-    """The FEAT model of a checkpoint (default: the shipped assets/feat-small.pt), cached."""
+    """The FEAT model of a checkpoint (default: the shipped assets/feat-small.pt), cached.
+
+    Parameters
+    ----------
+    path : str, path-like or None, default None
+        The checkpoint file; None for the shipped assets/feat-small.pt. It is loaded once per (path,
+        modification time, size), so a file replaced on disk is read again. A missing, truncated, corrupted
+        or mismatched file raises `CheckpointError` naming the file and the problem.
+
+    Returns
+    -------
+    FEAT
+        The model in eval mode with fp32 weights on the CPU; the cached object itself, shared by every call
+        for the same unchanged file.
+    """
     return load_model_and_meta(path)[0]
 
 

@@ -190,7 +190,7 @@ class ColumnPlan:
 
 
 @dataclass
-class RowDetail:
+class UnclippedRows:
     """What the engine's clipped matrix leaves out of some rows, for the classical models fitted beside it
     (`target_stats.py`, `stacked_model.py`): the level codes of the nominal columns, and the standardised values
     before the clip, which merges a long tail into one value."""
@@ -198,8 +198,8 @@ class RowDetail:
     codes: np.ndarray       # (N, n_nominal) `TablePreprocessor.nominal_codes`
     values: np.ndarray      # (N, D) standardised, not clipped (float32)
 
-    def __getitem__(self, rows: Any) -> RowDetail:
-        return RowDetail(self.codes[rows], self.values[rows])
+    def __getitem__(self, rows: Any) -> UnclippedRows:
+        return UnclippedRows(self.codes[rows], self.values[rows])
 
     def clipped(self) -> np.ndarray:
         """The engine's matrix of these rows (`TablePreprocessor.transform`): the values clipped to +-CLIP."""
@@ -285,9 +285,9 @@ class TablePreprocessor:
         """Feature indices of the nominal columns (their codes carry no order)."""
         return np.flatnonzero([c.nominal for c in self.plan_ for _ in c.features()])
 
-    def detail(self, X: pd.DataFrame, what: str = "X") -> RowDetail:
+    def detail(self, X: pd.DataFrame, what: str = "X") -> UnclippedRows:
         """What `transform` leaves out of X's rows, for the classical models fitted beside the engine."""
-        return RowDetail(self.nominal_codes(X, what), self.transform(X, what, clip=False))
+        return UnclippedRows(self.nominal_codes(X, what), self.transform(X, what, clip=False))
 
     def nominal_codes(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
         """(N, n_nominal) level codes of the nominal columns: NaN where missing, -1 for a level

@@ -57,12 +57,44 @@ def _codes(y: pd.Series, name: Hashable) -> np.ndarray:
 
 
 def pearson_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
-    """Pearson correlation (pairwise complete rows) of the encoded table, in relation_matrix's order."""
+    """Pearson correlation (pairwise complete rows) of the encoded table, in relation_matrix's order.
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table; array columns are named 0..n_columns-1. Columns the preprocessor drops (constant ones,
+        near-unique text or IDs) are left out, and datetime columns expand into their parts.
+        Numbers enter unscaled and categories as their integer codes (so for unordered categories the sign
+        is arbitrary).
+    target : hashable or None, default None
+        Label of a column of X to read as the target: it leaves the features and comes last, as its values
+        for a regression target or its class codes for a classification one (a missing target is a missing
+        cell). None: no target row or column.
+
+    Returns
+    -------
+    DataFrame of shape (n_encoded, n_encoded)
+        Correlations, indexed and labelled by the encoded feature names, then the target's name; NaN where a
+        column is constant or a pair has too few complete rows.
+    """
     return encoded_table(X, target).corr(method="pearson")
 
 
 def spearman_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
-    """Spearman rank correlation of the encoded table, in relation_matrix's order."""
+    """Spearman rank correlation of the encoded table, in relation_matrix's order: `pearson_matrix` on ranks.
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table, read as `pearson_matrix` reads it.
+    target : hashable or None, default None
+        A column of X to read as the target, as in `pearson_matrix`.
+
+    Returns
+    -------
+    DataFrame of shape (n_encoded, n_encoded)
+        Rank correlations (pairwise complete rows), labelled as `pearson_matrix`'s.
+    """
     return encoded_table(X, target).corr(method="spearman")
 
 
@@ -72,13 +104,31 @@ def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: 
     the columns of the encoded table, in nats, in relation_matrix's order: [i, j] estimates I(column i;
     column j) with column j as the predicted one, so the two estimates of a pair differ by the estimator's
     noise. Columns are standardised with missing cells at the column mean (class codes and level codes read
-    as numbers); a constant column scores 0; the diagonal is 0. Past `max_rows` rows a random subset
-    (seeded by `random_state`) is read: the estimate settles long before, and each column costs
-    O(rows log rows) per other column.
+    as numbers); a constant column scores 0; the diagonal is 0.
 
     The classical reference: of the statistics computed on the table alone it recovers the edges of held-out
     causal graphs best, and the edge head, which reads it, better still (docs/benchmarks.md, "Relation
-    discovery")."""
+    discovery").
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table, its columns read as `pearson_matrix` reads them.
+    target : hashable or None, default None
+        Label of a column of X to read as the target: it leaves the features and comes last, as its values
+        for a regression target or its class codes for a classification one. None: no target row or column.
+    max_rows : int or None, default 4096
+        Most rows read: past it a random subset of this many is read (the estimate settles long before, and
+        each column costs O(rows log rows) per other column). None reads every row.
+    random_state : int or None, default 0
+        Seed of the row subset and of the noise scikit-learn's estimator adds; None draws afresh at each call.
+
+    Returns
+    -------
+    DataFrame of shape (n_encoded, n_encoded)
+        Mutual information in nats, [i, j] with column j predicted, indexed and labelled by the encoded
+        feature names, then the target's name.
+    """
     enc = encoded_table(X, target)
     if max_rows is not None and len(enc) > max_rows:
         enc = enc.iloc[np.sort(np.random.default_rng(random_state).permutation(len(enc))[:max_rows])]
@@ -167,9 +217,41 @@ def dependence_matrix(
     through a third observed column, which the attention and the correlations cannot tell apart from
     direct ones.
 
-    `max_rows` rows are drawn (seeded by `random_state`); `n_query` of them are the queries and
-    the rest the context. One run per column: its query rows come once whole and once per other
-    column with that column missing, so each run prices every other column at once.
+    One run per column: its query rows come once whole and once per other column with that column
+    missing, so each run prices every other column at once. On a CPU the runs share the cores.
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table, its columns read as `pearson_matrix` reads them.
+        At least 8 rows must remain (after dropping those without a target).
+    target : hashable or None, default None
+        Label of a column of X to read as the target: it leaves the features and comes last (standardised
+        values for a regression target, class codes for a classification one); rows without it are dropped
+        with a warning. None: no target row or column.
+    max_rows : int, default 1024
+        Rows drawn at random (all of them when the table has fewer): the queries, then the context.
+    n_query : int, default 128
+        How many of the drawn rows are queries, clipped to between 1 and a quarter of them; the rest are
+        the context.
+    random_state : int or None, default 0
+        Seed of the row draw and of the S-DFE column identities (one draw for every column's run); None
+        draws afresh at each call.
+    device : str, default "auto"
+        Where the engine runs, as a torch device name: "auto" takes a CUDA GPU when PyTorch sees one, else
+        the CPU.
+    checkpoint : path, FEAT or None, default None
+        The pretrained model: a checkpoint file, a loaded model, or None for the shipped one.
+    progress : callable or None, default None
+        Called as progress(done, total, message) over the runs, one per column.
+
+    Returns
+    -------
+    DataFrame of shape (n_encoded, n_encoded)
+        [i, j] is the clipped loss increase on column i without column j, indexed and labelled by the
+        encoded feature names, then the target's name. The diagonal is 0, and so is the row of a column with
+        too few values to tell (fewer than 4 context rows or no query row holding one, or a number that is
+        constant over the context).
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)
@@ -230,10 +312,40 @@ def edge_matrix(
     FEAT's column tokens and the pair's classical statistics (`pair_statistics`): symmetric, zero
     diagonal, in relation_matrix's order.
 
-    Each of `n_estimators` members reads its own `max_rows` rows (seeded by `random_state`), column
-    order and S-DFE draw, and the pair statistics of those rows; their logits are averaged. The head
-    lives beside its checkpoint (`<checkpoint>-edges.pt`); with a loaded model as `checkpoint`, pass
-    `edge_head` too.
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table, its columns read as `pearson_matrix` reads them.
+        At least 2 columns must result, the target included.
+    target : hashable or None, default None
+        Label of a column of X to read as the target: it leaves the features and comes last (standardised
+        values for a regression target, class codes read as a standardised number for a classification
+        one); rows without it are dropped with a warning. None: no target row or column.
+    n_estimators : int, default 1
+        Members, each reading its own rows, column order and S-DFE draw, and the pair statistics of those
+        rows; the head's logits are averaged over them.
+    max_rows : int, default 1024
+        Rows each member reads, a random subset of them (all of them when the table has fewer).
+    random_state : int or None, default 0
+        Seed of every member's rows, column order and S-DFE draw, and of the mutual-information estimates;
+        None draws afresh at each call.
+    device : str, default "auto"
+        Where the engine runs, as in `dependence_matrix`.
+    checkpoint : path, FEAT or None, default None
+        The pretrained model, as in `dependence_matrix`.
+        The edge head is looked up beside the file (or the shipped one) unless `edge_head` is given.
+    edge_head : path, EdgeHead or None, default None
+        The edge head: a file, a loaded head, or None for the one beside the checkpoint
+        (`<checkpoint>-edges.pt`). A file is checked to have been trained on the checkpoint's tokens (when
+        `checkpoint` is not a loaded model). Required with a loaded model as `checkpoint`.
+    progress : callable or None, default None
+        Called as progress(done, total, message), one step per member.
+
+    Returns
+    -------
+    DataFrame of shape (n_encoded, n_encoded)
+        Probabilities of a direct link, indexed and labelled by the encoded feature names, then the
+        target's name.
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)
@@ -281,9 +393,37 @@ def relation_matrix(
     dropped when there is no target, the diagonal is zeroed (a token attending to itself says nothing
     about relations) and each row is normalised to sum to 1. Entry [i, j] is then the share of row
     feature i's attention to *other* features that goes to column feature j: "i reads from j"; the
-    matrix is not symmetric. Each member draws its own row subsample (`max_rows`: attention is an
-    average over rows, which settles long before that), row order, column order and S-DFE identities
-    from `random_state`, so the result is reproducible for a fixed seed.
+    matrix is not symmetric.
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_rows, n_columns)
+        The table, its columns read as `pearson_matrix` reads them.
+    target : hashable or None, default None
+        Label of a column of X to read as the target: its values are the context labels and its label
+        token comes last under its name; rows without it are dropped with a warning. None: no labels, and
+        the label token is dropped.
+    n_estimators : int, default 2
+        Members, each with its own row subsample, row order, column order and S-DFE identities; their
+        attention is averaged.
+    max_rows : int, default 1024
+        Rows each member reads, a random subsample (all of them when the table has fewer): attention is an
+        average over rows, which settles long before that.
+    random_state : int or None, default 0
+        Seed of every member's draws, so the result is reproducible for a fixed seed; None draws afresh at
+        each call.
+    device : str, default "auto"
+        Where the engine runs, as in `dependence_matrix`.
+    checkpoint : path, FEAT or None, default None
+        The pretrained model, as in `dependence_matrix`.
+    progress : callable or None, default None
+        Called as progress(done, total, message), one step per member.
+
+    Returns
+    -------
+    DataFrame of shape (D, D), or (D + 1, D + 1) with a target
+        Row-normalised attention shares with a zero diagonal, indexed and labelled by the encoded feature
+        names, then the target's name.
     """
     X, y = _split(X, target)
     model, _ = resolve_model(checkpoint)

@@ -16,7 +16,20 @@ from .preprocess import column_kind, numbers
 
 def is_continuous(y: pd.Series) -> bool:
     """Whether the observed values of y are what scikit-learn's `type_of_target` calls continuous:
-    numbers, not all of them whole. A classifier refuses such a target; `infer_task` calls it regression."""
+    numbers, not all of them whole. A classifier refuses such a target; `infer_task` calls it regression.
+
+    Parameters
+    ----------
+    y : Series
+        The target column. Missing and infinite values are ignored; booleans, datetimes, text and
+        categories are never continuous.
+
+    Returns
+    -------
+    bool
+        True when y is numeric and its finite values are not all whole; False otherwise, and when it has
+        no finite value.
+    """
     if column_kind(y) != "numeric":
         return False
     v = numbers(y)
@@ -27,7 +40,20 @@ def is_continuous(y: pd.Series) -> bool:
 def infer_task(y: pd.Series, max_classes: int = 10) -> str:
     """'regression' for a continuous target or a numeric one of more than `max_classes` values; else
     'classification' (text, booleans, categories, a few whole numbers). The one rule behind the
-    CLI's `--task auto` and the app's task detection."""
+    CLI's `--task auto` and the app's task detection.
+
+    Parameters
+    ----------
+    y : Series
+        The target column; missing values are not counted.
+    max_classes : int, default 10
+        Most distinct values a numeric target of whole numbers may have and still be read as classes.
+
+    Returns
+    -------
+    {"regression", "classification"}
+        The task the target asks for.
+    """
     many = column_kind(y) == "numeric" and y.nunique() > max_classes
     return "regression" if many or is_continuous(y) else "classification"
 

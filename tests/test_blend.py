@@ -7,7 +7,7 @@ from scipy.special import expit
 import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.inference import RunResult
-from feat_engine.preprocess import CLIP, RowDetail
+from feat_engine.preprocess import CLIP, UnclippedRows
 from feat_engine.reading.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
 from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_model, fit_tree_model
 
@@ -128,11 +128,11 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     rows = TreeRows.of(codes, np.array([1, 2]))
     np.testing.assert_array_equal(rows.categories, [1])
     np.testing.assert_array_equal(rows.codes, [0])
-    design = rows.matrix(x, RowDetail(codes, wide))
+    design = rows.matrix(x, UnclippedRows(codes, wide))
     np.testing.assert_array_equal(design[:, 0], wide[:, 0])
     np.testing.assert_array_equal(design[:, 1], codes[:, 0])
     np.testing.assert_array_equal(design[:, 2], x[:, 2])
-    v = fit_stacked_model(x, y, False, 5, "trees", RowDetail(codes, wide), np.array([1, 2]))
+    v = fit_stacked_model(x, y, False, 5, "trees", UnclippedRows(codes, wide), np.array([1, 2]))
     mask = [False, True, False]
     oof = np.empty(n)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=5).split(design):
@@ -143,8 +143,8 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     cq[0, 0] = -1                                                   # a level the context never saw
     full = HistGradientBoostingRegressor(random_state=5, categorical_features=mask).fit(design, y)
     want = full.predict(np.column_stack([wq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
-    np.testing.assert_allclose(v.queries(xq, RowDetail(cq, wq)), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    clipped = fit_stacked_model(x, y, False, 5, "trees", RowDetail(codes, x), np.array([1, 2]))
+    np.testing.assert_allclose(v.queries(xq, UnclippedRows(cq, wq)), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
+    clipped = fit_stacked_model(x, y, False, 5, "trees", UnclippedRows(codes, x), np.array([1, 2]))
     assert v.loss < 0.5 * clipped.loss                   # the tail beyond the clip carries signal the trees use
     assert fit_tree_model(x, y, False, 5).rows is None
 

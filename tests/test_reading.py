@@ -381,7 +381,8 @@ def test_auto_reading_scores_classes_by_the_log_loss_of_the_true_class(monkeypat
 @pytest.mark.parametrize("Est", [FEATRegressor, FEATClassifier])
 def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
     """The parts of a long context run two at a time on two threads (`map_runs`): the same predictions as
-    one part at a time, and progress only ever reaches the caller on its own thread."""
+    one part at a time, and progress only ever reaches the caller on its own thread, in a stream per call (`fit`'s
+    fits and blend, then `predict`'s runs) that never moves back."""
     import threading
 
     import torch
@@ -393,12 +394,16 @@ def test_local_parts_on_worker_threads_equal_the_parts_in_turn(Est):
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            said = []
+            said, calls = [], []
             est = Est(n_estimators=1, local_context=64,
                       progress=lambda d, t, m: said.append((d / t, threading.get_ident()))).fit(X[:600], y[:600])
+            calls.append(said[:])
+            said.clear()
             got[threads] = est.predict(X[600:]) if Est is FEATRegressor else est.predict_proba(X[600:])
-            fracs = [f for f, _ in said]
-            assert {t for _, t in said} == {threading.get_ident()} and fracs == sorted(fracs) and fracs[-1] == 1.0
+            calls.append(said[:])
+            for call in calls:
+                fracs = [f for f, _ in call]
+                assert {t for _, t in call} == {threading.get_ident()} and fracs == sorted(fracs) and fracs[-1] == 1.0
     finally:
         torch.set_num_threads(before)
     assert len(np.unique(est.members_[0].local.route(est.preprocessor_.transform(pd.DataFrame(X[600:]))))) > 2
@@ -427,8 +432,10 @@ def test_local_parts_read_in_batches_equal_the_parts_one_by_one(Est, monkeypatch
         said = []
         est = Est(n_estimators=1, local_context=64, precision="fp32",
                   progress=lambda d, t, m: said.append((d / t, m))).fit(X[:800], y[:800])
+        assert said[-1][0] == 1.0 and [frac for frac, _ in said] == sorted(frac for frac, _ in said)   # fit's stream
         f = est.predict if Est is FEATRegressor else est.predict_proba
         sizes.clear()
+        said.clear()
         got[per_run] = f(X[800:])
         assert said[-1][0] == 1.0 and [frac for frac, _ in said] == sorted(frac for frac, _ in said)
         n_parts = len(est.members_[0].local.parts)

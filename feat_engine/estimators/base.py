@@ -16,7 +16,7 @@ from ..config import InferenceConfig
 from ..errors import FEATInputError, sklearn_words
 from ..inference import uses_bf16
 from ..model import FEAT
-from ..preprocess import RowDetail, TablePreprocessor, as_frame
+from ..preprocess import UnclippedRows, TablePreprocessor, as_frame
 from ..progress import Progress
 from .runner import EngineSettings
 
@@ -118,7 +118,7 @@ class FEATBase(BaseEstimator):
             validate_data(self, _names_sklearn_takes(frame), reset=False, skip_check_array=True)
         return frame
 
-    def _fit_features(self, X: pd.DataFrame) -> RowDetail:
+    def _fit_features(self, X: pd.DataFrame) -> UnclippedRows:
         """Fit the preprocessor on the context X and keep its matrix; returns the rows' detail beside it."""
         self.preprocessor_ = TablePreprocessor().fit(X)
         detail = self.preprocessor_.detail(X, "context")

@@ -9,7 +9,7 @@ from sklearn.base import ClassifierMixin
 
 from ..errors import FEATInputError
 from ..model import FEAT
-from ..preprocess import RowDetail
+from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
 from ..reading.blend import blend_probability
 from ..reading.quantile_transform import reads_quantiles
@@ -77,15 +77,17 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         proba = self.predict_proba(X)
         return self.encoder_.inverse_transform(np.argmax(proba, axis=1))
 
-    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None,
+                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per member: (M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and
         beside them the stacked models' logits, one column per run."""
         model, settings = self._loaded_model(), self._engine_settings()
         k = len(self.classes_)
         classes = self._ovr_classes()
         one_run = classes == [None]
-        steps = StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device) * len(classes))
+        steps = steps or StepCounter(self.progress,
+                                     runner.count_runs(self.members_, routes, self.device) * len(classes))
         outputs = []
         for m, route in zip(self.members_, routes):
             name = f"member {m.index + 1}/{len(self.members_)}"

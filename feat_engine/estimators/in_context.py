@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..errors import FEATDataWarning, FEATInputError
 from ..inference import StateCache
 from ..model import FEAT
-from ..preprocess import RowDetail
+from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
 from ..reading.blend import Blend, choose_blend, held_out_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
@@ -58,9 +58,11 @@ class InContextBase(FEATBase, ABC):
     # ----------------------------------------------------------------------------------- what subclasses provide
 
     @abstractmethod
-    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None,
+                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it; the
+        runs report to `steps` (None: a stream of their own)."""
 
     @abstractmethod
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
@@ -94,9 +96,13 @@ class InContextBase(FEATBase, ABC):
         self.members_ = plan_members(n, d, self.n_estimators, width, self.max_context, self.random_state,
                                      self.relevance_ if d > width else None)
         held = self._split_contexts(size, classification) if local else None
-        self.run_inputs_ = self._fit_all_run_inputs(detail, classification)
+        routes = None if held is None else self._routes(self.context_[held])
+        blend_runs = 0 if held is None else (runner.count_runs(self.members_, routes, self.device)
+                                             * len(self._ovr_classes()))
+        steps = StepCounter(self.progress, self._n_fits() + blend_runs)     # one stream over the fits and the blend
+        self.run_inputs_ = self._fit_all_run_inputs(detail, classification, steps)
         self._states = StateCache()
-        self.blend_ = None if held is None else self._choose_blend(held, detail[held])
+        self.blend_ = None if held is None else self._choose_blend(held, detail[held], routes, steps)
         self.reading_ = self._describe_reading()
 
     def _checked_local_context(self) -> int | str | None:
@@ -133,11 +139,11 @@ class InContextBase(FEATBase, ABC):
             m.local.parts = keep[m.local.parts]
         return True
 
-    def _choose_blend(self, held: np.ndarray, detail: RowDetail) -> Blend | None:
-        """The blend's weight, chosen on the context rows `held` out of the parts (with their `detail`),
-        read as queries; None where no run has a stacked model."""
-        x = self.context_[held]
-        outputs = self._outputs(x, detail, self._routes(x), held)
+    def _choose_blend(self, held: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                      steps: StepCounter) -> Blend | None:
+        """The blend's weight, chosen on the context rows `held` out of the parts (with their `detail` and the
+        members' `routes` of them), read as queries; None where no run has a stacked model."""
+        outputs = self._outputs(self.context_[held], detail, routes, held, steps)
         if all(np.isnan(s).all() for _, s in outputs):
             return None
         return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
@@ -161,19 +167,29 @@ class InContextBase(FEATBase, ABC):
         """The context's labels: the target (cls None), or 1 for class cls and 0 for the rest."""
         return self.y_ if cls is None else (self.y_ == cls).astype(np.int64)
 
-    def _fit_all_run_inputs(self, detail: RowDetail, classification: bool) -> list[dict[int | None, RunInputs]]:
+    def _fits_alone(self) -> list[bool]:
+        """Per member, whether it fits its own target statistics and stacked models (a capped context, or one longer
+        than STOP_ROWS) rather than share one fit per labelling and power scale with the others."""
+        n = len(self.context_)
+        return [len(m.rows) < n or n > STOP_ROWS for m in self.members_]
+
+    def _n_fits(self) -> int:
+        """The fits `_fit_all_run_inputs` makes."""
+        alone, classes = self._fits_alone(), self._ovr_classes()
+        shared = {(cls, self._power(m)) for m, a in zip(self.members_, alone) if not a for cls in classes}
+        return sum(alone) * len(classes) + len(shared)
+
+    def _fit_all_run_inputs(self, detail: UnclippedRows, classification: bool,
+                            steps: StepCounter) -> list[dict[int | None, RunInputs]]:
         """Each member's target statistics and stacked model for every labelling (`run_inputs.py`), with the
         `detail` of the context rows. Members that read every row of a context of at most `STOP_ROWS` rows share
         one fit per labelling and power scale, reordered to their rows; others keep their own fits
         (docs/design.md, "Fitted once")."""
         n = len(self.context_)
         classes = self._ovr_classes()
-        alone = [len(m.rows) < n or n > STOP_ROWS for m in self.members_]
-        n_shared = len({(cls, self._power(m)) for m, a in zip(self.members_, alone) if not a for cls in classes})
-        steps = StepCounter(self.progress, sum(alone) * len(classes) + n_shared)
         shared: dict[tuple, RunInputs] = {}
         inputs = []
-        for m, a in zip(self.members_, alone):
+        for m, a in zip(self.members_, self._fits_alone()):
             power, mine = self._power(m), {}
             if a:
                 own = detail[m.rows]
@@ -190,7 +206,7 @@ class InContextBase(FEATBase, ABC):
         return inputs
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
-                        cls: int | None, detail: RowDetail, classification: bool, steps: StepCounter,
+                        cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,
                         name: str) -> RunInputs:
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
         context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`; its start and
@@ -248,7 +264,8 @@ class InContextBase(FEATBase, ABC):
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
-        stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values() if r.stacked is not None}
+        stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values()
+                   if r.stacked is not None}
         kinds = [v.kind for v in stacked.values()]
         if kinds:
             n_trees = kinds.count("trees")
@@ -266,7 +283,7 @@ class InContextBase(FEATBase, ABC):
 
     # ----------------------------------------------------------------------------------- predict
 
-    def _query_rows(self, X: Any) -> tuple[np.ndarray, RowDetail, list[np.ndarray | None]]:
+    def _query_rows(self, X: Any) -> tuple[np.ndarray, UnclippedRows, list[np.ndarray | None]]:
         """Standardised query rows, their detail, and each member's routing of them."""
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
@@ -279,7 +296,7 @@ class InContextBase(FEATBase, ABC):
         """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
         return [None if m.local is None else m.local.route(xq[:, m.features]) for m in self.members_]
 
-    def _run_matrices(self, m: Member, cls: int | None, xq: np.ndarray, detail: RowDetail,
+    def _run_matrices(self, m: Member, cls: int | None, xq: np.ndarray, detail: UnclippedRows,
                       held: np.ndarray | None) -> RunMatrices:
         """Member m's matrices under labelling `cls`, its fitted target statistics and stacked model applied
         (`run_inputs_`). `held` gives the context row of each query row when the queries are context rows held

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ..preprocess import RowDetail
+from ..preprocess import UnclippedRows
 from ..progress import StepCounter
 from ..reading.blend import blend_prediction
 from ..reading.members import Member
@@ -39,16 +39,19 @@ class FEATRegressor(RegressorMixin, InContextBase):
         z = self._combine(self._outputs(*self._query_rows(X)), self._weight())     # checks it is fitted first
         return self.scaler_.inverse_transform(z)
 
-    def _outputs(self, xq: np.ndarray, detail: RowDetail, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                 held: np.ndarray | None = None,
+                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per member: its (M,) predictions of the standardised target and its stacked model's beside them."""
         model, settings = self._loaded_model(), self._engine_settings()
-        steps = StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device))
+        steps = steps or StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device))
         outputs = []
         for m, route in zip(self.members_, routes):
             mats = self._run_matrices(m, None, xq, detail, held)
-            run = runner.MemberRun(model, m, 0, reads_quantiles(m), settings, f"member {m.index + 1}/{len(self.members_)}")
-            outputs.append((runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps), mats.stacked))
+            name = f"member {m.index + 1}/{len(self.members_)}"
+            run = runner.MemberRun(model, m, 0, reads_quantiles(m), settings, name)
+            pred = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
+            outputs.append((pred, mats.stacked))
         return outputs
 
     def _power(self, m: Member) -> tuple[float, float] | None:

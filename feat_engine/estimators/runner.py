@@ -71,8 +71,8 @@ def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, lab
     asked = dict(zip(parts.tolist(), np.split(order, starts[1:])))
     batches = part_batches(parts, len(local.parts), run.settings.device)
     noun = "part" if tables_per_run(run.settings.device) == 1 else "batch of parts"
-    jobs = [([local.parts[p] for p in b], [asked.get(p, order[:0]) for p in b], f"{run.name}, {noun} {j + 1}/{len(batches)}")
-            for j, b in enumerate(batches)]
+    jobs = [([local.parts[p] for p in b], [asked.get(p, order[:0]) for p in b],
+             f"{run.name}, {noun} {j + 1}/{len(batches)}") for j, b in enumerate(batches)]
     read = partial(_read_parts, run, ctx, labels, q, steps)
     outs = [r for rs in map_runs(read, jobs, run.settings.device, steps.flush) for r in rs]
     out = np.empty((len(q),) + outs[0].shape[1:], outs[0].dtype)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..preprocess import RowDetail
+from ..preprocess import UnclippedRows
 from .power_target import PowerTarget, fit_power_target
 from .stacked_model import StackedModel, fit_stacked_model
 from .target_stats import TargetStats, fit_target_stats
@@ -38,7 +38,7 @@ class RunInputs:
         x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
         return self._with_stacked(x[:, self.features], None if self.stacked is None else self.stacked.context)
 
-    def queries(self, x_query: np.ndarray, detail: RowDetail) -> np.ndarray:
+    def queries(self, x_query: np.ndarray, detail: UnclippedRows) -> np.ndarray:
         """The same for (M, D) standardised query rows and their `detail` (nominal level codes, values before
         the clip); each row's values depend on that row alone."""
         x = x_query if self.stats is None else self.stats.query_matrix(x_query, detail.codes)
@@ -57,7 +57,7 @@ class RunInputs:
         return x if stacked is None else np.column_stack([stacked, x])
 
 
-def fit_run_inputs(x_ctx: np.ndarray, detail: RowDetail, labels: np.ndarray, features: np.ndarray,
+def fit_run_inputs(x_ctx: np.ndarray, detail: UnclippedRows, labels: np.ndarray, features: np.ndarray,
                    nominal: np.ndarray, classification: bool, view: str | None, seed: int,
                    power: tuple[float, float] | None = None) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal

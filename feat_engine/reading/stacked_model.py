@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import SplineTransformer
 
 from ..errors import FEATInputError
-from ..preprocess import CLIP, RowDetail
+from ..preprocess import CLIP, UnclippedRows
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
@@ -63,7 +63,7 @@ class StackedModel:
     loss: float                               # their mean loss on the context's labels (`_loss`)
     rows: TreeRows | None = None              # how the tree model reads the rows' detail (None: the matrix alone)
 
-    def queries(self, x_query: np.ndarray, detail: RowDetail | None = None) -> np.ndarray:
+    def queries(self, x_query: np.ndarray, detail: UnclippedRows | None = None) -> np.ndarray:
         """(M,) the stacked model's column for the (M, D) standardised query rows (with their `detail` where the
         model reads it): each row's value depends on that row alone."""
         if self.rows is not None:
@@ -76,7 +76,7 @@ class StackedModel:
 class TreeRows:
     """The matrix the tree model reads: the rows' values before the clip, but for the `nominal` columns,
     which keep the run's values (target statistics), and of those the `categories` columns, of at most
-    MAX_LEVELS levels, which hold the level codes of `codes` columns (`RowDetail.codes`) as native categories."""
+    MAX_LEVELS levels, which hold the level codes of `codes` columns (`UnclippedRows.codes`) as native categories."""
 
     nominal: np.ndarray
     categories: np.ndarray
@@ -90,7 +90,7 @@ class TreeRows:
         keep = np.flatnonzero(levels <= MAX_LEVELS)
         return cls(nominal, nominal[keep], keep)
 
-    def matrix(self, x: np.ndarray, detail: RowDetail) -> np.ndarray:
+    def matrix(self, x: np.ndarray, detail: UnclippedRows) -> np.ndarray:
         """The (N, D) matrix of rows whose run reads x and whose detail is `detail`: unclipped values, the
         nominal columns from x, the `categories` as level codes (missing, and levels the context never saw, NaN)."""
         out = detail.values.copy()
@@ -164,7 +164,7 @@ def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
 
 
 def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                  detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+                  detail: UnclippedRows | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
     """The tree model of the standardised (N, D) context with labels y_ctx: scikit-learn's histogram gradient
     boosting (its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
     (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
@@ -191,7 +191,7 @@ def check_stacked_model(view: str | None) -> None:
 
 
 def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
-             detail: RowDetail | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+             detail: UnclippedRows | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
     """The stacked model a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the
     lower out-of-fold loss on the context's labels; None for `view` None (or where none can be cross-fitted). The
     trees read the rows' `detail` (`fit_tree_model`)."""
