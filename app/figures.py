@@ -239,7 +239,8 @@ def confusion_figure(cm: pd.DataFrame, title: str = "Confusion matrix") -> go.Fi
                                hovertemplate="true %{y}<br>predicted %{x}<br>%{z} rows<extra></extra>"))
     fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="predicted", yaxis_title="true")
-    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(type="category")                     # class names such as "0" and "1" are not numbers
+    fig.update_yaxes(type="category", autorange="reversed")
     return fig
 
 

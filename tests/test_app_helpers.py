@@ -465,6 +465,10 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
         "predicting 500 rows: pass 2 of 4, class 3 of 11: predicting rows, 64 of 500"
     assert state.progress_words("all members: fitting the classical models on the context") == \
         "all passes: fitting the classical models on the context"
+    assert state.progress_words("dependence: column 7/10 ('ui'): context block 1/4 done") == \
+        "dependence: column 7 of 10 ('ui'): reading the example rows"
+    assert state.progress_words("member 1/4, block 2/3: encoding 500 context rows") == \
+        "pass 1 of 4, block 2 of 3: reading 500 example rows"
     assert [state.seconds_text(s) for s in (7.6, 125, 3790)] == ["8 s", "2 min 5 s", "1 h 3 min"]
 
     class Bar:
