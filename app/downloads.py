@@ -70,3 +70,35 @@ def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT):
 
     numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
     return df.style.apply(paint, axis=None).format(na_rep="").format(card_text, subset=numbers, na_rep="")
+
+
+REPORT_ROWS = 2000      # rows of a result table a report holds (the CSV download has them all)
+
+
+def report_html(title: str, parts: list[tuple[str, object]]) -> bytes:
+    """One self-contained HTML page of a run: each part a heading and its content, in order: text (Markdown-free
+    lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, numbers through `card_text`) or a Plotly figure
+    (interactive; plotly.js is written once, in the page, so the file opens offline)."""
+    import html
+
+    body, script = [], True
+    for heading, content in parts:
+        body.append(f"<h2>{html.escape(heading)}</h2>")
+        if isinstance(content, pd.DataFrame):
+            shown = content.head(REPORT_ROWS)
+            body.append(shown.to_html(float_format=card_text, na_rep="", border=0, classes="table"))
+            if len(content) > len(shown):
+                body.append(f"<p>The first {len(shown):,} of {len(content):,} rows; the CSV download has them all.</p>")
+        elif hasattr(content, "to_html"):            # a Plotly figure
+            body.append(content.to_html(full_html=False, include_plotlyjs=script))
+            script = False
+        elif isinstance(content, (list, tuple)):
+            body.append("<ul>" + "".join(f"<li>{html.escape(str(x))}</li>" for x in content) + "</ul>")
+        else:
+            body.append(f"<p>{html.escape(str(content))}</p>")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;"
+             "text-align:right}h2{margin-top:1.6em}")
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{''.join(body)}</body></html>")
+    return page.encode("utf-8")

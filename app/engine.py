@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
+from app.metrics import card_text
 from feat_engine.progress import Progress, StepCounter
 
 
@@ -88,23 +89,73 @@ def _phase(progress: Progress | None, words: str) -> Progress | None:
     return None if progress is None else (lambda done, total, msg: progress(done, total, f"{words}: {msg}"))
 
 
-def predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str,
-            params: dict, progress: Progress | None = None) -> Outcome:
-    """FEAT fit (stores the context) + predict. value: dict(pred, proba, classes, reading), where
-    reading is the estimator's sentence on how it read the table."""
+def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
+        progress: Progress | None = None) -> Outcome:
+    """FEAT's fit on the example rows (the context, and everything `fit` prepares from it). value: the fitted
+    estimator, which `predict` reads and the Predict view keeps for a second click on the same data."""
     def go():
         cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
-        est = cls(**_kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))).fit(X_train, y_train)
+        return cls(**_kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))).fit(X_train, y_train)
+
+    return _call(go)
+
+
+def predict(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame,
+            progress: Progress | None = None) -> Outcome:
+    """A fitted estimator's predictions. value: dict(pred, proba, classes, reading, what_feat_did): the estimator's
+    technical sentence on how it read the table, and the same in an analyst's words."""
+    def go():
         est.set_params(progress=_phase(progress, f"predicting {len(X_test):,} rows"))
-        if task == "classification":
+        said = {"reading": est.reading_, "what_feat_did": what_feat_did(est)}
+        if isinstance(est, fe.FEATClassifier):
             proba = np.asarray(est.predict_proba(X_test), dtype=float)
             classes = list(est.classes_)
             pred = np.asarray(classes, dtype=object)[proba.argmax(axis=1)] if len(proba) else np.array([], dtype=object)
-            return {"pred": pred, "proba": proba, "classes": classes, "reading": est.reading_}
-        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None,
-                "reading": est.reading_}
+            return {"pred": pred, "proba": proba, "classes": classes, **said}
+        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None, **said}
 
     return _call(go)
+
+
+def attributions(est: fe.FEATClassifier | fe.FEATRegressor, X: pd.DataFrame,
+                 progress: Progress | None = None) -> Outcome:
+    """`feat_engine.masked_attributions` of a fitted estimator on the rows X. value: (rows x columns) DataFrame."""
+    def go():
+        est.set_params(progress=_phase(progress, f"hiding each of {X.shape[1]} columns in {len(X):,} rows"))
+        return fe.masked_attributions(est, X)
+
+    return _call(go)
+
+
+def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
+    """How a fitted estimator read its table, in an analyst's words, one sentence an item."""
+    n, d = est.context_.shape
+    members, choice = est.members_, est.member_choice_
+    said = [f"FEAT learned from {n:,} example rows and {d} columns in one reading, without training on them."]
+    again = (f"It read the table {len(members)} times, each time with the rows and columns in another order, and "
+             "averaged the answers" if len(members) > 1 else "It read the table once")
+    if choice is not None and choice.kept < choice.planned:
+        again += (f"; it stopped after {choice.kept} of {choice.planned} readings because another one no longer "
+                  f"changed its answers for {choice.rows:,} example rows it had set aside to check itself")
+    said.append(again + ".")
+    classes = getattr(est, "classes_", [])
+    if len(classes) > 2 and getattr(est, "multiclass", "ovr") == "ovr":
+        said.append(f"With {len(classes)} classes, it weighed each class against all the others, then compared.")
+    width = len(members[0].features)
+    if width < d:
+        said.append(f"Each reading took {width} of the {d} columns, the ones most related to the target first.")
+    if members[0].local is not None:
+        said.append(f"Each row was predicted from the {members[0].local.parts.shape[1]:,} example rows most like it.")
+    kinds = {r.stacked.kind for inputs in est.run_inputs_ for r in inputs.values() if r.stacked is not None}
+    if kinds:
+        model = " and ".join(sorted({"trees": "boosted trees", "additive": "a smooth additive model"}.get(k, k)
+                                    for k in kinds))
+        blend = est.blend_.weight if est.blend_ is not None else 0.0
+        said.append(f"It also fitted {model} to the example rows and read its prediction as one more column"
+                    + (f", and mixed {blend:.0%} of that model's own answer into the final one." if blend else "."))
+    if len(est.preprocessor_.nominal_):
+        said.append("Categories were also read through the target's average in each category.")
+    return said
 
 
 IMPUTE_METHOD = ("chained: each incomplete column is predicted in context from the other columns "
@@ -112,14 +163,38 @@ IMPUTE_METHOD = ("chained: each incomplete column is predicted in context from t
 
 
 def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> Outcome:
-    """FEATImputer().fit_transform(X). value: the filled table (same shape and dtypes)."""
-    return _call(lambda: fe.FEATImputer(**_kwargs(params, progress)).fit_transform(X))
+    """FEATImputer().fit_transform(X). value: dict(filled=the filled table (same shape and dtypes),
+    confidence=how sure FEAT is of each filled cell, `FEATImputer.transform_with_confidence`)."""
+    def go():
+        filled, confidence = fe.FEATImputer(**_kwargs(params, progress)).fit(X).transform_with_confidence(X)
+        return {"filled": filled, "confidence": confidence}
+
+    return _call(go)
+
+
+def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame,
+                     types: dict[str, str]) -> pd.DataFrame:
+    """One row per filled cell: its row, column, value and how sure FEAT is of it, in words ("62% likely" for a
+    category; "typical error ± 3.1" for a drawn number), least sure first within each column."""
+    rows = []
+    for c in filled.columns:
+        at = np.flatnonzero(mask[c].to_numpy()) if c in mask else []
+        for i in at:
+            v = confidence[c].iloc[i] if c in confidence else np.nan
+            number = types.get(c) == "numeric" and pd.api.types.is_numeric_dtype(filled[c])
+            value = filled[c].iloc[i]
+            shown = card_text(float(value)) if number and pd.notna(value) else str(value)   # one column of text
+            rows.append({"row": filled.index[i], "column": c, "filled with": shown,
+                         "sureness": np.nan if number else v, "how sure": "" if not np.isfinite(v) else
+                         (f"typical error ± {card_text(float(v))}" if number else f"{v:.0%} likely")})
+    out = pd.DataFrame(rows, columns=["row", "column", "filled with", "sureness", "how sure"])
+    return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)
 
 
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
     """FEAT's attention, dependence and edge matrices with mutual information, Pearson and Spearman in the
-    same labels and order. value: dict(FEAT= (attention), "FEAT dependence"=, "FEAT edges"=, "Mutual
+    same labels and order. value: dict("FEAT attention"=, "FEAT dependence"=, "FEAT edges"=, "Mutual
     information"=, Pearson=, Spearman=) of square DataFrames."""
     steps = StepCounter(progress, 3)           # one bar over the three FEAT matrices
 
@@ -131,7 +206,7 @@ def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
         a = call(fe.relation_matrix, steps.callback("attention"))
         labels = list(a.index)
         return {
-            "FEAT": a,
+            "FEAT attention": a,
             "FEAT dependence": call(fe.dependence_matrix, steps.callback("dependence")).reindex(index=labels, columns=labels),
             "FEAT edges": call(fe.edge_matrix, steps.callback("edges")).reindex(index=labels, columns=labels),
             "Mutual information": call(fe.mutual_information_matrix).reindex(index=labels, columns=labels),
@@ -166,6 +241,30 @@ def model_info() -> dict:
         "edge_head": load_edge_head(edge_head_path(path), path)[0],
         "estimator_args": {"checkpoint": model, "max_features": _max_features(meta)},
     }
+
+
+def analyst_card(info: dict) -> str:
+    """The sidebar's model card, for an analyst: what the model is, what it learned from, its limits; the full card
+    (training details) is `info["card"]`."""
+    meta = info.get("meta") or {}
+    seen = meta.get("tables_seen")
+    prior = meta.get("prior") or {}
+    rows = prior.get("max_rows", 4096) if isinstance(prior, dict) else 4096
+    width = _max_features(meta) or 24
+    return "\n\n".join([
+        "**What it is.** A model that has learned how tables work in general. Given the rows of your table whose "
+        "answer is known, it predicts the answer for the other rows in one reading, without training on your "
+        "data; the same model fills in empty cells and scores how strongly the columns relate.",
+        f"**What it learned from.** {f'{seen:,} tables' if seen else 'Many tables'}: synthetic tables drawn from "
+        "random cause-and-effect models, and 1,012 public tables that ship with R packages. None of your data, "
+        "and none of the tables it is checked on.",
+        f"**Its limits.** It reads numbers, dates and categories; free text and ID columns are left out. It saw "
+        f"tables of up to {rows:,} rows and {width} columns while it learned: longer tables are read in parts of "
+        f"nearby rows, wider ones in overlapping sets of the most relevant columns. It has {info['params'] / 1e6:.1f} "
+        "million parameters, small for a foundation model, and on a laptop's processor it is slower than boosted "
+        "trees. It does not know your field: check its scores on rows held out of the context (Predict, "
+        "**Evaluate**) before you rely on it.",
+    ])
 
 
 def _card_title(text: str | None) -> str | None:

@@ -11,7 +11,8 @@ from scipy.spatial.distance import squareform
 PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
 FEAT_COLOR, DEPENDENCE_COLOR, EDGES_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
     "#2a6f97", "#6a4c93", "#1b998b", "#d4a017", "#e76f51", "#8ab17d")
-METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR, "FEAT edges": EDGES_COLOR,
+METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT attention": FEAT_COLOR, "FEAT dependence": DEPENDENCE_COLOR,
+                 "FEAT edges": EDGES_COLOR,
                  "Mutual information": MI_COLOR,
                  "Pearson": PEARSON_COLOR, "Spearman": SPEARMAN_COLOR}
 
@@ -47,9 +48,10 @@ def asymmetric_part(a: pd.DataFrame, part: str) -> pd.DataFrame:
 
 
 def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", diverging: bool = False,
-            height: int = 420, blank_diagonal: bool = False) -> go.Figure:
-    """A square matrix as a heatmap in `order`; `blank_diagonal` leaves the diagonal empty
-    (FEAT's is zero by construction and would stretch the colour scale)."""
+            blank_diagonal: bool = False) -> go.Figure:
+    """A square matrix as a heatmap in `order`, tall enough to label every column (`heatmap_height`);
+    `blank_diagonal` leaves the diagonal empty (FEAT's is zero by construction and would stretch the colour
+    scale)."""
     order = list(m.index) if order is None else [o for o in order if o in m.index]
     m = m.loc[order, order]
     z = m.to_numpy(dtype=float).copy()
@@ -63,10 +65,19 @@ def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", divergi
         kw = dict(colorscale="Viridis")
     labels = [str(c) for c in order]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, hovertemplate="row %{y}<br>column %{x}<br>%{z:.3f}<extra></extra>", **kw))
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(autorange="reversed", tickfont=dict(size=9))
-    fig.update_xaxes(tickangle=-60, tickfont=dict(size=9))
+    font = dict(size=11 if len(labels) <= 20 else 9)
+    every = dict(tickmode="array", tickvals=labels, ticktext=[t if len(t) <= 18 else t[:17] + "…" for t in labels],
+                 tickfont=font, type="category")
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), height=heatmap_height(len(labels)),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_yaxes(autorange="reversed", **every)
+    fig.update_xaxes(tickangle=-60, **every)
     return fig
+
+
+def heatmap_height(n: int) -> int:
+    """Pixels of a heatmap of n columns: at least 16 per label (every label shown), and room for the titles."""
+    return max(440, 16 * n + 220)
 
 
 def graph_edges(a: pd.DataFrame, top_k: int | None = None, threshold: float | None = None) -> list[tuple]:
@@ -97,8 +108,8 @@ def target_relation(a: pd.DataFrame, target) -> pd.Series:
 
 
 # Least distance between two node centres in layout units. The graph's axes span [-GRAPH_RANGE,
-# GRAPH_RANGE]; at the default 520 px height the y axis draws about 195 px a unit, so 0.15 is about
-# 29 px, more than the star's and a node's radii together (12 + 8 px).
+# GRAPH_RANGE]; at the default 640 px height the y axis draws about 245 px a unit, so 0.15 is about
+# 37 px, more than the star's and a node's radii together (12 + 8 px) and room for a label above each.
 NODE_GAP = 0.15
 GRAPH_RANGE = 1.2
 
@@ -140,10 +151,10 @@ def graph_layout(g: nx.Graph, seed: int = 0, gap: float = NODE_GAP, rounds: int 
 
 
 def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int = 0,
-                     height: int = 520, direction_note: str = "", directed: bool = True) -> tuple[go.Figure, nx.DiGraph]:
+                     height: int = 640, direction_note: str = "", directed: bool = True) -> tuple[go.Figure, nx.DiGraph]:
     """All columns laid out by `graph_layout` (no two nodes overlap), edges drawn as Plotly
     arrows (width by weight; plain lines when not `directed`), nodes coloured by their relation to the
-    target (the target is a star)."""
+    target (the target is a star), each node's label above it on a white ground, drawn over the edges."""
     g = nx.DiGraph()
     g.add_nodes_from(a.index)
     for s, t, w in edges:
@@ -167,17 +178,20 @@ def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int
     vals = [float(rel.get(n, np.nan)) for n in nodes]
     has_rel = np.isfinite(vals).any() if vals else False
     fig.add_trace(go.Scatter(
-        x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text",
-        text=[str(n) for n in nodes], textposition="top center", textfont=dict(size=10),
+        x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers", text=[str(n) for n in nodes],
         marker=dict(size=16, color=vals if has_rel else "#9aa5b1", colorscale="YlOrRd",
                     showscale=bool(has_rel), colorbar=dict(title="to target") if has_rel else None,
                     line=dict(width=1, color="#333")),
         hovertemplate="%{text}<br>relation to target %{marker.color:.3f}<extra></extra>" if has_rel else "%{text}<extra></extra>",
         name="columns", showlegend=False))
     if target is not None and target in g:
-        fig.add_trace(go.Scatter(x=[pos[target][0]], y=[pos[target][1]], mode="markers+text", text=[str(target)],
-                                 textposition="bottom center", marker=dict(size=24, symbol="star", color="#1d3557"),
+        fig.add_trace(go.Scatter(x=[pos[target][0]], y=[pos[target][1]], mode="markers", text=[str(target)],
+                                 marker=dict(size=24, symbol="star", color="#1d3557"),
                                  name="target", hovertemplate="target %{text}<extra></extra>", showlegend=False))
+    for n in g.nodes:        # labels last, on a white ground above the node: over the edges, never under a node
+        fig.add_annotation(x=pos[n][0], y=pos[n][1], text=f"<b>{n}</b>" if n == target else str(n), showarrow=False,
+                           yshift=16 if n == target else 13, font=dict(size=10, color="#111"),
+                           bgcolor="rgba(255,255,255,0.85)", borderpad=1, name="label")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       title=f"{len(edges)} strongest relations" + (f" ({direction_note})" if direction_note else ""))
     fig.update_xaxes(visible=False, range=[-GRAPH_RANGE, GRAPH_RANGE])
@@ -186,20 +200,21 @@ def dependency_graph(a: pd.DataFrame, edges: list[tuple], target=None, seed: int
 
 
 def target_bars(rel: pd.DataFrame, target: str) -> go.Figure:
-    """Grouped bars, one group per feature, one bar per method (columns of `rel`). Each
-    method is scaled by its largest |value| so that the methods share an axis; hover
-    shows the raw value."""
-    fig = go.Figure()
-    order = rel.abs().max(axis=1).sort_values(ascending=False).index if len(rel) else rel.index
-    for m in rel.columns:
-        raw = rel.loc[order, m].astype(float)
-        top = float(np.nanmax(np.abs(raw))) if np.isfinite(raw).any() else 1.0
-        fig.add_trace(go.Bar(x=[str(i) for i in order], y=np.abs(raw) / (top or 1.0), name=m,
-                             marker_color=METHOD_COLORS.get(m), customdata=raw.to_numpy(),
-                             hovertemplate="%{x}<br>" + m + " %{customdata:.3f}<extra></extra>"))
-    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=40, b=10),
-                      title=f"Relation of each feature to {target!r} (|value| / method's max)",
-                      yaxis_title="scaled |relation|")
+    """One panel per method (columns of `rel`), each on its own axis with its own values (correlations keep their
+    sign), so that no method is squeezed into another's range; the features in one order, those the methods
+    rank highest on average first."""
+    from plotly.subplots import make_subplots
+
+    order = list(rel.abs().rank(ascending=False).mean(axis=1).sort_values(kind="stable").index) if len(rel) else []
+    methods = list(rel.columns)
+    fig = make_subplots(rows=max(1, len(methods)), cols=1, shared_xaxes=True, vertical_spacing=0.35 / max(1, len(methods)),
+                        subplot_titles=methods)
+    for i, m in enumerate(methods, 1):
+        fig.add_trace(go.Bar(x=[str(f) for f in order], y=rel.loc[order, m].astype(float), name=m,
+                             marker_color=METHOD_COLORS.get(m),
+                             hovertemplate="%{x}<br>" + m + " %{y:.3f}<extra></extra>"), row=i, col=1)
+    fig.update_layout(height=150 * max(1, len(methods)) + 160, margin=dict(l=10, r=10, t=70, b=10), showlegend=False,
+                      title=f"Relation of each feature to {target!r}: each method on its own scale")
     fig.update_xaxes(tickangle=-60)
     return fig
 
@@ -210,21 +225,22 @@ def missingness_bars(df: pd.DataFrame) -> go.Figure:
     share = df.isna().mean()
     fig = go.Figure(go.Bar(x=[str(c) for c in df.columns], y=share.to_numpy(), marker_color="#e76f51",
                            customdata=df.isna().sum().to_numpy(),
-                           hovertemplate="%{x}<br>%{y:.1%} missing (%{customdata} cells)<extra></extra>"))
-    fig.update_layout(title="Missing share per column", height=320, margin=dict(l=10, r=10, t=40, b=10),
+                           hovertemplate="%{x}<br>%{y:.1%} empty (%{customdata} cells)<extra></extra>"))
+    fig.update_layout(title="Share of empty cells in each column", height=320, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis=dict(tickformat=".0%", range=[0, max(0.05, float(share.max()) * 1.1)]))
     fig.update_xaxes(tickangle=-60)
     return fig
 
 
 def missingness_matrix(df: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go.Figure:
-    """Missing cells (dark) for a random sample of rows, in table order."""
+    """Empty cells (dark) of every row, or of a random sample of `n_rows` rows of a longer table, in table order."""
     sub = df if len(df) <= n_rows else df.sample(n_rows, random_state=seed).sort_index()
     z = sub.isna().to_numpy().astype(int)
     fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in df.columns], y=[str(i) for i in sub.index],
                                colorscale=[[0, "#edf2f4"], [1, "#1d3557"]], zmin=0, zmax=1, showscale=False,
-                               hovertemplate="row %{y}<br>%{x}<br>missing=%{z}<extra></extra>"))
-    fig.update_layout(title=f"Missing cells in {len(sub)} of {len(df)} rows", height=360,
+                               hovertemplate="row %{y}<br>%{x}<br>empty=%{z}<extra></extra>"))
+    what = "every row" if len(sub) == len(df) else f"a random sample of {len(sub):,} of the {len(df):,} rows"
+    fig.update_layout(title=f"Where the empty cells are: {what}", height=360,
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed", showticklabels=False, title="rows")
     fig.update_xaxes(tickangle=-60)
@@ -255,6 +271,31 @@ def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target")
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line=dict(dash="dash", color="#555")))
     fig.update_layout(title="Predicted vs actual", height=420, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title=f"actual {target}", yaxis_title=f"predicted {target}")
+    return fig
+
+
+def attribution_ranking(attr: pd.DataFrame, unit: str) -> go.Figure:
+    """Each column's mean absolute attribution over the rows, largest on top."""
+    mean = attr.abs().mean().sort_values()
+    fig = go.Figure(go.Bar(x=mean.to_numpy(), y=[str(c) for c in mean.index], orientation="h", marker_color=FEAT_COLOR,
+                           hovertemplate="%{y}<br>mean change %{x:.3g}<extra></extra>"))
+    fig.update_layout(title=f"Which columns move the predictions most ({len(attr):,} rows)",
+                      height=max(320, 22 * len(mean) + 120), margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis_title=f"mean change of the prediction when the column is hidden ({unit})")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str) -> go.Figure:
+    """One row's attributions as signed bars, largest magnitude on top, each labelled with its cell's value."""
+    order = values.abs().sort_values().index
+    v = values[order].to_numpy(dtype=float)
+    labels = [f"{c} = {str(cells[c])[:24]}" for c in order]
+    fig = go.Figure(go.Bar(x=v, y=labels, orientation="h", marker_color=np.where(v >= 0, "#2a9d8f", "#e76f51"),
+                           hovertemplate="%{y}<br>%{x:+.3g}<extra></extra>"))
+    fig.update_layout(title=title, height=max(320, 22 * len(v) + 120), margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis_title=f"how much the cell moved the prediction ({unit}; hiding it would undo this)")
+    fig.update_yaxes(type="category")
     return fig
 
 

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from app import summary
 from feat_engine import infer_task, is_continuous
 from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
@@ -148,23 +149,18 @@ def detect_types(df: pd.DataFrame) -> dict[str, tuple[str, str]]:
 
 
 def schema_frame(df: pd.DataFrame, detected: dict[str, tuple[str, str]], chosen: dict[str, str] | None = None) -> pd.DataFrame:
-    """The schema table shown in the Data view: one row per column."""
+    """The schema table shown in the Data view: one row per column, with its summary (`app.summary`)."""
     chosen = chosen or {}
     rows = []
     for c in df.columns:
         t, why = detected[c]
+        use = chosen.get(c, t)
         rows.append({
-            "column": c, "dtype": str(df[c].dtype), "detected": t, "why": why,
-            "use as": chosen.get(c, t),
-            "missing": int(df[c].isna().sum()), "distinct": int(df[c].nunique(dropna=True)),
-            "example": _example(df[c]),
+            "column": c, "use as": use, "detected": t, "why": why, "dtype": str(df[c].dtype),
+            "missing": float(df[c].isna().mean()) if len(df) else 0.0, "distinct": int(df[c].nunique(dropna=True)),
+            "distribution": summary.distribution(df[c], use), "summary": summary.describe(df[c], use),
         })
     return pd.DataFrame(rows)
-
-
-def _example(s: pd.Series) -> str:
-    nn = s.dropna()
-    return "" if nn.empty else str(nn.iloc[0])[:40]
 
 
 def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame, list[str]]:

@@ -11,7 +11,7 @@ if str(ROOT) not in sys.path:  # `streamlit run` puts app/ on the path, not the 
 
 import streamlit as st  # noqa: E402
 
-from app import state  # noqa: E402
+from app import engine, state  # noqa: E402
 
 st.set_page_config(page_title="FEAT: tables, zero-shot", page_icon=":material/table_chart:", layout="wide")
 
@@ -23,6 +23,7 @@ pages = [
     st.Page("views/relations.py", title="Relations", icon=":material/hub:"),
 ]
 nav = st.navigation(pages)
+state.restore_session()        # a reload keeps the table and the results
 
 with st.sidebar:
     st.markdown("### FEAT")
@@ -35,10 +36,11 @@ with st.sidebar:
     if info:
         dev = info["device"]
         st.markdown(f"**Device:** {'CUDA GPU' if dev.startswith('cuda') else 'CPU'} (`{dev}`)")
-        st.markdown(f"**Model:** {info['name']}  \n{info['params'] / 1e6:.2f} M parameters, "
-                    f"{info['file_mb']:.1f} MB checkpoint")
-        with st.expander("Model card"):
-            st.markdown(info["card"] or f"No model card next to `{Path(info['path']).name}` yet.")
+        st.markdown(f"**Model:** {info['name']}")
+        with st.expander("About the model"):
+            st.markdown(engine.analyst_card(info))
+            if st.toggle("The full model card, with how it was trained", key="full_card"):
+                st.markdown(info["card"] or f"No model card next to `{Path(info['path']).name}` yet.")
     ds = state.dataset()
     if ds is None:
         st.markdown("**Dataset:** none loaded")
@@ -53,3 +55,5 @@ except Exception as e:  # last resort: a bug must not show the user a traceback
     st.error(f"**Something went wrong on this page** ({type(e).__name__}: {str(e)[:300]}).\n\n"
              "Your data is unchanged. Try again with other settings, or reload the page; the full error "
              "is in the server log.", icon=":material/error:")
+finally:                       # also when a page stops early (st.stop) or reruns
+    state.save_session()

@@ -11,6 +11,27 @@ from sklearn import metrics as skm
 from feat_engine.predictions import roc_auc
 
 
+METRIC_HELP = {
+    "ROC-AUC": "How well the predicted probabilities rank the rows: 1 puts every row of a class above the rows of "
+               "the others, 0.5 is a coin toss. With more than two classes, the mean over each class against the "
+               "rest. Higher is better.",
+    "accuracy": "The share of held-out rows whose predicted class is their true class. Higher is better.",
+    "F1 (macro)": "For each class, the balance between how many of the rows predicted as that class are right and how "
+                  "many of its rows are found, averaged over the classes with equal weight, so a rare class counts "
+                  "as much as a common one. Higher is better.",
+    "RMSE": "Root mean squared error, in the target's units: the typical size of a miss, large misses counting "
+            "more. Lower is better.",
+    "R²": "The share of the target's variation that the predictions explain: 1 is perfect, 0 is no better than "
+          "predicting the average. Higher is better.",
+    "MAE": "Mean absolute error, in the target's units: the average size of a miss. Lower is better.",
+    "NRMSE": "The typical miss on the filled number cells (root mean squared error) divided by the column's "
+             "standard deviation: 1 is about as good as filling in the column's average. Lower is better.",
+    "cell accuracy": "The share of filled category cells that got their true value back. Higher is better.",
+    "time": "Seconds from the click to the answer: reading the example rows and predicting the others.",
+}
+"""What each score means, in an analyst's words: the help of its card."""
+
+
 def card_text(x: float | None, unit: str = "", digits: int = 3, sign: bool = False) -> str:
     """A number as every card, table and label of the app shows it: whole numbers whole, other numbers to
     `digits` significant digits (never fewer than their integer part has; scientific below 0.001), thousands

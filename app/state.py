@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import time
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -21,6 +23,39 @@ from . import io as aio
 
 DS = "dataset"          # dict: name, df, digest, target, source, notes
 TYPES = "types"         # dict column -> numeric | categorical | ignore (the user's choice)
+SESSION = "s"           # the query parameter that names a browser session's saved work
+KEPT_SESSIONS = 8       # saved sessions the server keeps, the most recently used
+
+
+@st.cache_resource(show_spinner=False)
+def _saved() -> dict[str, dict]:
+    """The server's saved sessions: session id -> the table, its column types and the results (newest last)."""
+    return {}
+
+
+def restore_session() -> None:
+    """Name this browser session in the page's address (`?s=...`) and, where a reload started a new Streamlit
+    session under a known name, bring back its table, column types and results."""
+    sid = st.query_params.get(SESSION)
+    saved = _saved()
+    if sid in saved and DS not in st.session_state:
+        st.session_state.update(saved[sid])
+    if not sid:
+        sid = st.session_state.get(SESSION) or secrets.token_urlsafe(9)
+    st.session_state[SESSION] = sid
+    st.query_params[SESSION] = sid           # page switches drop it from the address: set it on every run
+
+
+def save_session() -> None:
+    """Keep this session's table, column types and results on the server for a reload (KEPT_SESSIONS at most)."""
+    sid = st.session_state.get(SESSION)
+    if not sid or DS not in st.session_state:
+        return
+    saved = _saved()
+    saved.pop(sid, None)
+    saved[sid] = {k: v for k, v in st.session_state.items() if k in (DS, TYPES) or str(k).startswith("result:")}
+    while len(saved) > KEPT_SESSIONS:
+        saved.pop(next(iter(saved)))
 
 
 @st.cache_resource(show_spinner="Loading the FEAT checkpoint ...")
@@ -62,7 +97,7 @@ def set_dataset(name: str, df: pd.DataFrame, digest: str, source: str, target: s
                             "notes": notes or [], "detected": detected}
     st.session_state[TYPES] = {c: t for c, (t, _) in detected.items()}
     for k in list(st.session_state.keys()):
-        if str(k).startswith("result:"):
+        if str(k).startswith("result:") or k == FITS:
             del st.session_state[k]
     st.rerun()  # so that the sidebar (drawn before the page) shows the new dataset
 
@@ -112,7 +147,8 @@ def open_page(title: str) -> tuple[dict, pd.DataFrame]:
 
 def shown_result(kind: str) -> dict:
     """The view's stored run on the current table, below a divider with FEAT's warnings on it; without one the
-    page stops here."""
+    page stops here. After a Cancel click, a note that the run stopped comes first."""
+    said_cancelled(kind)
     res = result(kind)
     if res is None:
         st.stop()
@@ -128,6 +164,30 @@ def result(kind: str) -> dict | None:
     if r is None or ds is None or r.get("digest") != ds["digest"]:
         return None
     return r
+
+
+FITS = "fits"          # the fitted estimators of this session, newest last
+KEPT_FITS = 2          # ... at most this many (each holds its context and encoded states)
+
+
+def fit_key(target: str, task: str, rows: np.ndarray, params: dict) -> str:
+    """The key of a fit: the table and its column types, the target and task, the example rows and the settings."""
+    ds = dataset()
+    settings = sorted((k, repr(v)) for k, v in params.items() if k != "checkpoint")
+    parts = [ds["digest"] if ds else "", repr(sorted(types().items())), str(target), task,
+             hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest(), repr(settings)]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def kept_fit(key: str) -> Any | None:
+    """The fitted estimator kept under `key`, or None."""
+    return dict(st.session_state.get(FITS, [])).get(key)
+
+
+def keep_fit(key: str, estimator: Any) -> None:
+    """Keep a fitted estimator for the next run on the same data and settings (the KEPT_FITS newest)."""
+    fits = [(k, e) for k, e in st.session_state.get(FITS, []) if k != key] + [(key, estimator)]
+    st.session_state[FITS] = fits[-KEPT_FITS:]
 
 
 def store_result(kind: str, value: dict[str, Any]) -> None:
@@ -186,6 +246,19 @@ def seconds_text(s: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60} s"
     return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def cancel_button(where: str) -> None:
+    """A Cancel button beside a long run: a click makes Streamlit start the page again, which stops the run at its
+    next progress report; the table and the earlier results stay (`said_cancelled` then says so)."""
+    st.button("Cancel", key=f"cancel:{where}", icon=":material/cancel:",
+              help="Stop this run. The table and the earlier results are kept.")
+
+
+def said_cancelled(where: str) -> None:
+    """On the run a Cancel click started: a note that the run stopped and nothing was lost."""
+    if st.session_state.get(f"cancel:{where}"):
+        st.info("The run was cancelled. The table and the earlier results are as they were.", icon=":material/cancel:")
 
 
 def show_error(e: Exception) -> None:

@@ -14,7 +14,6 @@ best case for full attention; an explicit softmax would also need O(N^2) memory.
 """
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 

@@ -11,6 +11,7 @@ regression (standardised numerics, one-hot categoricals) and LightGBM.
 
     python bench/probes.py             # 3 seeds per probe
     python bench/probes.py --quick     # 1 seed, long table at 2,048 and 8,192 context rows
+    python bench/probes.py --probes "long table" --sizes 32768 --methods feat,lightgbm
 
 Writes the "probes" section of docs/benchmarks.md (--out for elsewhere).
 """
@@ -102,6 +103,7 @@ def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
     Xc, Xq, yc, yq = X.iloc[:n_ctx], X.iloc[n_ctx:].reset_index(drop=True), y[:n_ctx], y[n_ctx:]
     k = 2 if task == "classification" else 0
     methods = ["feat", "feat-global", "feat-auto"] + (["feat-codes"] if C.column_kinds(X)[1] else []) + ["linear", "lightgbm"]
+    methods = [m for m in methods if args.methods is None or m in args.methods.split(",")]
     rec = {"probe": name, "task": task, "n_context": n_ctx, "seed": seed, "methods": {}}
     for m in methods:
         t0 = time.perf_counter()
@@ -154,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=None, help="tables per probe (default 3; quick 1)")
     p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
     p.add_argument("--device", default="auto")
+    p.add_argument("--probes", default=None, help=f"comma-separated probe names (default: all of {list(PROBES)})")
+    p.add_argument("--sizes", default=None, help="comma-separated context sizes (default: each probe's own)")
+    p.add_argument("--methods", default=None, help=f"comma-separated subset of {list(LABELS)}")
     C.add_precision_arg(p)
     C.add_view_arg(p)
     C.add_common_args(p, section="probes")
@@ -162,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     args.multiclass = "ovr"
     if args.quick:
         PROBES["long table"] = (long_table, [2048, 8192])
-    cells = [(name, n) for name, (_, sizes) in PROBES.items() for n in sizes]
+    cells = [(name, n) for name, (_, sizes) in PROBES.items() for n in sizes
+             if (args.probes is None or name in args.probes.split(","))
+             and (args.sizes is None or str(n) in args.sizes.split(","))]
     return C.run_benchmark("probes.py", argv, args,
                            lambda: [run_probe(name, n, s, args) for name, n in cells for s in range(args.seeds)],
                            lambda recs, *rest: report(recs, args, *rest))

@@ -79,10 +79,10 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
 
         kw = dict(n_estimators=args.n_estimators, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint,
                   local_context=args.local_context, precision=args.precision, view=args.view, blend=args.blend)
-        if clf:
-            est = FEATClassifier(**kw, multiclass=args.multiclass).fit(Xc, yc)
-            return _full_proba(est.predict_proba(Xq), est.classes_, k)
-        return FEATRegressor(**kw).fit(Xc, yc).predict(Xq)
+        est = (FEATClassifier(**kw, multiclass=args.multiclass) if clf else FEATRegressor(**kw)).fit(Xc, yc)
+        choice = getattr(est, "member_choice_", None)       # the log says how many members each table kept
+        print(f"[quality] FEAT members: {choice.describe() if choice else len(est.members_)}", flush=True)
+        return _full_proba(est.predict_proba(Xq), est.classes_, k) if clf else est.predict(Xq)
     if method == "xgboost":
         import xgboost as xgb
 

@@ -16,7 +16,6 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 
 import common as C
 from probes import PROBES, N_TEST

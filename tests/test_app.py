@@ -106,18 +106,15 @@ def test_every_view_renders_with_a_sample_and_the_sidebar_tells_model_and_data()
     load_sample(at, "breast cancer (classification, 569 x 31)")
     side = " ".join(m.value for m in at.sidebar.markdown)
     assert "Device:" in side and "CPU" in side
-    assert "parameters" in side and "MB checkpoint" in side
+    assert "million parameters" in side and "What it learned from" in side and "Its limits" in side
     assert "569 rows x 31 columns" in side
     assert metric(at, "Rows") == "569" and metric(at, "Columns") == "31"
-    miss = charts(at)
-    assert len(miss) == 2
-    assert len(arr(miss[0]["data"][0]["y"])) == 31                   # a bar per column
-    assert arr(miss[1]["data"][0]["z"]).shape == (200, 31)            # matrix of a row sample
+    assert charts(at) == [] and any("No cell is empty" in c.value for c in at.caption)   # no empty boxes
     for p in PAGES[1:]:
         at.switch_page(p).run()
         no_trouble(at)
     at.switch_page("views/predict.py").run()
-    assert at.selectbox(key=f"target:sample:breast cancer (classification, 569 x 31)").value == "diagnosis"
+    assert at.selectbox(key="target:sample:breast cancer (classification, 569 x 31)").value == "diagnosis"
 
 
 def test_uploader_is_there_at_once_and_a_sample_picked_after_an_upload_stays():
@@ -227,12 +224,15 @@ def test_predict_classification_evaluate_with_gbdt():
         v = float(metric(at, k))
         assert 0.0 <= v <= 1.0
     assert metric(at, "FEAT time").endswith(" s")
+    assert all("better" in m.proto.help for m in at.metric if m.label != "FEAT time")   # each score says what it means
     res = at.session_state["result:predict"]
     assert len(res["test_index"]) == 30 and res["feat"]["proba"].shape == (30, 3)
     assert np.allclose(res["feat"]["proba"].sum(1), 1.0, atol=1e-5)
     assert res["gbdt"] is not None and res["gbdt"]["seconds"] > 0
-    reading = [c.value for c in at.caption if c.value.startswith("How FEAT read the table")]
+    reading = [c.value for c in at.caption if c.value.startswith("In technical terms")]
     assert reading and "1 member(s)" in reading[0] and "the whole context of 90 rows" in reading[0]
+    did = [m.value for m in at.markdown if "FEAT learned from" in m.value]
+    assert did and "- FEAT learned from 90 example rows" in did[0] and "It read the table once." in did[0]
     specs = charts(at)
     assert len(specs) == 2                                             # FEAT and GBDT confusion matrices
     for s in specs:
@@ -242,6 +242,16 @@ def test_predict_classification_evaluate_with_gbdt():
     assert list(table.index) == ["FEAT", res["gbdt"]["name"]] and "seconds" in table.columns
     labels = [d.label for d in at.get("download_button")]
     assert "Download predictions (CSV)" in labels
+    assert not res["fit_reused"]
+    at.checkbox(key="pred_gbdt").uncheck()
+    at.button(key="pred_run").click().run()                  # the same data and settings: the fit is kept
+    no_trouble(at)
+    again = at.session_state["result:predict"]
+    assert again["fit_reused"] and again["gbdt"] is None
+    np.testing.assert_array_equal(again["feat"]["proba"], res["feat"]["proba"])
+    at.number_input(key="pred_seed").set_value(1)
+    at.button(key="pred_run").click().run()                  # another split: fitted afresh
+    assert not at.session_state["result:predict"]["fit_reused"]
 
 
 def test_arithmetic_choice_reaches_the_estimator():
@@ -329,6 +339,15 @@ def test_predict_regression_scatter():
     names = [t["name"] for t in scatter["data"]]
     assert names[0] == "FEAT" and names[-1] == "y = x" and len(names) == 3
     assert len(arr(scatter["data"][0]["x"])) == 45                  # 10% of 442 rows
+    at.button(key="pred_explain").click().run()                      # why: each column priced by hiding it
+    no_trouble(at)
+    attr = at.session_state["result:predict"]["attributions"]
+    assert attr.shape == (45, 6) and list(attr.index) == list(res["test_index"])       # 10 features, 4 ignored
+    ranking, row = charts(at)[1:]
+    assert sorted(arr(ranking["data"][0]["y"]).tolist()) == sorted(attr.columns)
+    np.testing.assert_allclose(sorted(arr(ranking["data"][0]["x"]).astype(float)), sorted(attr.abs().mean()))
+    assert row["layout"]["title"]["text"].startswith(f"Row {res['test_index'][0]}: predicted ")
+    assert len(arr(row["data"][0]["x"])) == 6
 
 
 def test_predict_fill_in_missing_targets():
@@ -351,6 +370,11 @@ def test_impute_fills_every_missing_cell_and_highlights():
     n_nan = int(df.isna().sum().sum())
     at = new_app()
     upload(at, "holes.csv", csv(df))
+    bars, where = charts(at)                                          # the Data view shows where cells are empty
+    assert len(arr(bars["data"][0]["y"])) == 7 and arr(where["data"][0]["z"]).shape == (100, 7)
+    assert where["layout"]["title"]["text"] == "Where the empty cells are: every row"
+    rows = int(df.isna().any(axis=1).sum())
+    assert any(c.value == f"{n_nan} empty cells in {rows} of 100 rows." for c in at.caption)
     at.switch_page("views/impute.py").run()
     no_trouble(at)
     at.number_input(key="imp_nest").set_value(1)
@@ -364,6 +388,15 @@ def test_impute_fills_every_missing_cell_and_highlights():
     assert not filled.isna().any(axis=None)
     labels = [d.label for d in at.get("download_button")]
     assert {"Download filled table (CSV)", "Download filled table (Parquet)"} <= set(labels)
+    sure = at.dataframe[1].value                                        # one row per filled cell
+    assert len(sure) == n_nan and (sure["how sure"] == "").all()         # numbers: no spread without draws
+    at.radio(key="imp_draw").set_value(True)
+    at.button(key="imp_run").click().run()
+    no_trouble(at)
+    drawn = at.session_state["result:impute"]
+    assert drawn["drawn"] and not drawn["filled"].isna().any(axis=None)
+    sure = at.dataframe[1].value
+    assert len(sure) == n_nan and sure["how sure"].str.startswith("typical error ± ").all()
 
 
 def test_masking_demo_scores_feat_and_baselines():
@@ -393,6 +426,11 @@ def _graph(at: AppTest) -> dict:
     return [s for s in charts(at) if any(t.get("name") == "target" for t in s["data"])][0]
 
 
+def arrows(graph: dict) -> list[dict]:
+    """The graph's edges: its annotations with an arrow (the others are the node labels)."""
+    return [n for n in graph["layout"]["annotations"] if n["showarrow"]]
+
+
 def _graph_colours(graph: dict) -> pd.Series:
     """The graph's node colours (each column's relation to the target) by node label."""
     nodes = [t for t in graph["data"] if t.get("name") == "columns"][0]
@@ -410,16 +448,19 @@ def test_relations_heatmaps_graph_and_parts():
     no_trouble(at)
     specs = charts(at)
     heat = [s for s in specs if s["data"][0]["type"] == "heatmap"]
-    assert len(heat) == 6                                   # attention, dependence, MI, Pearson, Spearman, edges
-    assert "attention" in heat[0]["layout"]["title"]["text"] and "dependence" in heat[1]["layout"]["title"]["text"]
-    assert "Mutual information" in heat[2]["layout"]["title"]["text"] and "edges" in heat[5]["layout"]["title"]["text"]
+    titles = [h["layout"]["title"]["text"] for h in heat]
+    assert titles == ["FEAT dependence (hiding a column), A (as computed)", "FEAT edges (chance of a direct link)",
+                      "FEAT attention, A (as computed)", "Mutual information (nats)", "Pearson correlation r",
+                      "Spearman rank correlation ρ"]
     orders = [list(h["data"][0]["x"]) for h in heat]
     assert all(o == orders[0] for o in orders) and len(orders[0]) == 7           # one clustering order, D + 1
     for h in heat:
         assert arr(h["data"][0]["z"]).shape == (7, 7)
+        assert list(h["layout"]["xaxis"]["tickvals"]) == orders[0] == list(h["layout"]["yaxis"]["tickvals"])
     mats = at.session_state["result:relations"]["mats"]
-    assert list(mats) == ["FEAT", "FEAT dependence", "FEAT edges", "Mutual information", "Pearson", "Spearman"]
-    a, dep, mi, ed = mats["FEAT"], mats["FEAT dependence"], mats["Mutual information"], mats["FEAT edges"]
+    assert list(mats) == ["FEAT attention", "FEAT dependence", "FEAT edges", "Mutual information", "Pearson",
+                          "Spearman"]
+    a, dep, mi, ed = mats["FEAT attention"], mats["FEAT dependence"], mats["Mutual information"], mats["FEAT edges"]
     assert list(mi.index) == list(mi.columns) == list(a.index)
     assert np.allclose(np.diag(mi), 0.0) and (mi.to_numpy() >= 0).all() and mi.to_numpy().max() > 0
     assert np.allclose(a.sum(axis=1), 1.0) and np.allclose(np.diag(a), 0.0)
@@ -432,21 +473,23 @@ def test_relations_heatmaps_graph_and_parts():
     k = at.slider(key="rel_topk").value
     graph = _graph(at)
     assert len(arr([t for t in graph["data"] if t.get("name") == "columns"][0]["x"])) == 6
-    notes = graph["layout"]["annotations"]
+    notes = arrows(graph)
     assert len(notes) == min(k, 21) and all(n["arrowhead"] == 0 for n in notes)          # 7 columns: 21 pairs
+    labels = [n["text"] for n in graph["layout"]["annotations"] if not n["showarrow"]]
+    assert sorted(labels) == sorted(list(a.index[a.index != "cultivar"]) + ["<b>cultivar</b>"])
     colours = _graph_colours(graph)
     assert np.allclose(colours, figures.target_relation(ed, "cultivar")[colours.index])
     # ... from the dependence matrix or attention on request
     at.radio(key="rel_graph_from").set_value("FEAT dependence").run()
     no_trouble(at)
     graph = _graph(at)
-    assert len(graph["layout"]["annotations"]) == len(figures.graph_edges(dep, top_k=k))
+    assert len(arrows(graph)) == len(figures.graph_edges(dep, top_k=k))
     colours = _graph_colours(graph)
     assert np.allclose(colours, figures.target_relation(dep, "cultivar")[colours.index])
-    at.radio(key="rel_graph_from").set_value("FEAT").run()
+    at.radio(key="rel_graph_from").set_value("FEAT attention").run()
     no_trouble(at)
     graph = _graph(at)
-    assert len(graph["layout"]["annotations"]) == k                  # attention is positive off the diagonal
+    assert len(arrows(graph)) == k                                  # attention is positive off the diagonal
     colours = _graph_colours(graph)
     assert np.allclose(colours, figures.target_relation(a, "cultivar")[colours.index])
     bars = [s for s in charts(at) if s["data"][0]["type"] == "bar"]
@@ -454,14 +497,15 @@ def test_relations_heatmaps_graph_and_parts():
     # the asymmetric part of both FEAT matrices: A - A^T is antisymmetric
     at.radio(key="rel_part").set_value("A-AT").run()
     no_trouble(at)
-    for h in charts(at)[:2]:
+    parts = [h for h in charts(at) if "A − Aᵀ" in h["layout"]["title"]["text"]]
+    assert len(parts) == 2
+    for h in parts:
         z = np.nan_to_num(arr(h["data"][0]["z"]).astype(float))          # diagonal left blank
         assert np.allclose(z, -z.T, atol=1e-6) and np.abs(z).max() > 0
     at.slider(key="rel_topk").set_value(3).run()
-    assert len(_graph(at)["layout"]["annotations"]) == 3
+    assert len(arrows(_graph(at))) == 3
     labels = [d.label for d in at.get("download_button")]
-    assert labels == ["FEAT attention (CSV)", "FEAT dependence (masking) (CSV)",
-                      "FEAT edges (probability of a direct link) (CSV)", "Mutual information (CSV)",
+    assert labels == ["FEAT attention (CSV)", "FEAT dependence (CSV)", "FEAT edges (CSV)", "Mutual information (CSV)",
                       "Pearson (CSV)", "Spearman (CSV)", "All 6, long format (CSV)"]
 
 
@@ -490,3 +534,26 @@ def test_engine_refusal_is_an_error_box():
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "group" in errors[0] and "classes" in errors[0], errors
+
+
+def test_a_reload_brings_back_the_table_its_types_and_the_results():
+    """A reload starts a new Streamlit session; the page's address names the old one (`?s=...`), whose table,
+    column types and results come back. Another name starts empty."""
+    at = new_app()
+    load_sample(at, WINE)
+    cols = list(at.session_state["types"])
+    at.session_state["types"] = {**at.session_state["types"], cols[0]: "ignore"}
+    at.session_state["result:relations"] = {"digest": at.session_state["dataset"]["digest"], "marker": 1}
+    at.run()
+    sid = at.session_state["s"]
+    again = AppTest.from_file(MAIN, default_timeout=300)
+    again.query_params["s"] = sid
+    again.run()
+    no_trouble(again)
+    assert "178 rows x 14 columns" in " ".join(m.value for m in again.sidebar.markdown)
+    assert again.session_state["types"][cols[0]] == "ignore"
+    assert again.session_state["result:relations"]["marker"] == 1
+    fresh = AppTest.from_file(MAIN, default_timeout=300)
+    fresh.query_params["s"] = "someone-else"
+    fresh.run()
+    assert "none loaded" in " ".join(m.value for m in fresh.sidebar.markdown)

@@ -294,7 +294,10 @@ def test_graph_edges_and_graph_figure():
     assert ("a1", "a2", 0.8) not in thr
     fig, g = figures.dependency_graph(a, top, target="a1")
     assert g.number_of_nodes() == 5 and g.number_of_edges() == 4
-    assert len(fig.layout.annotations) == 4  # one arrow per edge
+    assert sum(n.showarrow for n in fig.layout.annotations) == 4  # one arrow per edge
+    labels = [n for n in fig.layout.annotations if not n.showarrow]  # one label per node, drawn after the arrows
+    assert sorted(n.text for n in labels) == ["<b>a1</b>", "a2", "a3", "b1", "b2"] and not fig.layout.annotations[-1].showarrow
+    assert all(n.yshift > 0 and n.bgcolor for n in labels)            # above its node, on a white ground
     nodes = [t for t in fig.data if t.name == "columns"][0]
     star = [t for t in fig.data if t.name == "target"][0]
     assert len(nodes.x) == 4 and len(star.x) == 1 and star.marker.symbol == "star"
@@ -332,10 +335,12 @@ def test_target_bars_and_relation():
     a = _block_matrix()
     rel = figures.target_relation(a, "a1")
     assert "a1" not in rel.index and rel["a2"] == pytest.approx((0.8 + 0.9) / 2)
-    frame = pd.DataFrame({"FEAT": rel, "Pearson": rel * -2, "Spearman": rel})
+    frame = pd.DataFrame({"FEAT attention": rel, "Pearson": rel * -2, "Spearman": rel})
     fig = figures.target_bars(frame, "a1")
     assert len(fig.data) == 3 and all(len(t.x) == 4 for t in fig.data)
-    assert max(fig.data[1].y) == pytest.approx(1.0)  # scaled by the method's max |value|
+    np.testing.assert_allclose(fig.data[1].y, -2 * rel[list(fig.data[1].x)])   # each method's own values, sign kept
+    assert [t.yaxis for t in fig.data] == ["y", "y2", "y3"]                     # each on its own axis
+    assert list(fig.data[0].x)[0] == rel.abs().idxmax()                        # strongest first
 
 
 def test_missingness_figures():
@@ -487,3 +492,43 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     assert shown[0] == (0.0, "learning: pass 1 of 4: reading 100 example rows")
     assert shown[1] == (0.4, "learning: pass 2 of 4: reading 100 example rows (about 30 s left)")
     assert "left" not in shown[2][1] and "left" not in shown[3][1] and shown[3][0] == 0.25
+
+
+def test_column_summaries_show_each_kind_in_its_own_terms():
+    """Numbers, dates written as text and nullable integers get a histogram and their range; levels, booleans and
+    ignored columns their most frequent values; an empty column says so."""
+    from app import summary
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"num": rng.normal(size=300), "day": pd.date_range("2024-01-01", periods=300).strftime("%d/%m/%Y"),
+                       "n": pd.array([1, 5, None] * 100, dtype="Int64"), "cat": ["a"] * 200 + ["b"] * 90 + ["c"] * 10,
+                       "flag": [True] * 250 + [False] * 50, "empty": [np.nan] * 300})
+    kinds = {"num": "numeric", "day": "numeric", "n": "numeric", "cat": "categorical", "flag": "categorical",
+             "empty": "numeric"}
+    bars = {c: summary.distribution(df[c], k) for c, k in kinds.items()}
+    assert len(bars["num"]) == summary.BINS and sum(bars["num"]) == 300
+    assert len(bars["day"]) == summary.BINS and sum(bars["day"]) == 300 and max(bars["day"]) <= 16  # spread in time
+    assert sum(bars["n"]) == 200 and bars["cat"] == [200, 90, 10] and bars["flag"] == [250, 50] and bars["empty"] == []
+    assert summary.describe(df["n"], "numeric") == "min 1 · median 3 · max 5"
+    assert summary.describe(df["day"], "numeric") == "from 2024-01-01 00:00:00 to 2024-10-26 00:00:00"
+    assert summary.describe(df["cat"], "categorical") == "a 67%, b 30%, c 3%"
+    assert summary.describe(df["cat"], "ignore") == "a 67%, b 30%, c 3%"
+    assert summary.describe(df["empty"], "numeric") == "every cell is empty"
+    schema = aio.schema_frame(df, aio.detect_types(df))
+    assert schema.set_index("column").loc["n", "missing"] == pytest.approx(1 / 3)
+
+
+def test_a_run_report_is_one_offline_page_with_every_part():
+    """The report holds each part under its heading: lines, a table (its first REPORT_ROWS rows, numbers as the
+    app prints them), and figures with plotly.js written once, so that it opens without a network."""
+    fig = figures.pred_vs_actual([1, 2, 3], {"FEAT": [1.1, 2.0, 2.9]})
+    table = pd.DataFrame({"row": range(downloads.REPORT_ROWS + 5), "y": 2.5})
+    page = downloads.report_html("FEAT on t.csv", [("The run", ["target 'y'", "seed: 0"]), ("Scores", table),
+                                                   ("Predicted against actual", fig), ("Again", fig),
+                                                   ("What FEAT did", "read <it>")]).decode()
+    assert page.startswith("<!DOCTYPE html>") and "<title>FEAT on t.csv</title>" in page
+    for heading in ("The run", "Scores", "Predicted against actual", "What FEAT did"):
+        assert f"<h2>{heading}</h2>" in page
+    assert "<li>seed: 0</li>" in page and "read &lt;it&gt;" in page
+    assert page.count("<tr>") == downloads.REPORT_ROWS and f"of {downloads.REPORT_ROWS + 5:,} rows" in page
+    assert ">2.50<" in page and page.count("Plotly.newPlot") == 2 and page.count("plotly.js v") == 1

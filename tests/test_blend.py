@@ -162,3 +162,51 @@ def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
         assert model.early_stopping is stops
         assert model.max_iter == (MAX_ROUNDS if stops else 100) and model.n_iter_ <= model.max_iter
         assert (model.n_iter_ > 100) is stops          # this smooth target keeps improving past 100 rounds
+
+
+def seeded_run(noise: float):
+    """A stand-in for the engine whose members differ only by a shift of the first slot's logit drawn from their
+    column identities (`noise` its size): with noise 0 every member says the same (even odds), else the nearest
+    row's label plus each member's shift."""
+    def run(model, x_ctx, y_ctx, x_query, task, n_classes=None, column_ids=None, **_):
+        res = nearest_row_run(model, x_ctx, y_ctx, x_query, task, n_classes)
+        if noise == 0.0:
+            res.logits[:, :n_classes] = 0.0
+        seed = int(abs(float(column_ids.sum())) * 1e6) % 2**32
+        res.logits[:, 0] += noise * np.random.default_rng(seed).normal()
+        return res
+    return run
+
+
+def test_prediction_change_reads_probabilities_as_total_variation_and_numbers_as_they_are():
+    from feat_engine.reading.members import prediction_change
+
+    a = np.array([[0.2, 0.8], [0.5, 0.5]])
+    b = np.array([[0.3, 0.7], [0.5, 0.5]])
+    assert prediction_change(a, b) == pytest.approx(0.05)        # |change of p(class 1)|, averaged over rows
+    assert prediction_change(np.array([1.0, 2.0]), np.array([1.5, 1.0])) == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("noise, kept", [(0.0, 2), (3.0, 4)])
+def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(monkeypatch, noise, kept):
+    """Members that agree stop at the second; members that disagree are all read. The choice is made at `fit` on
+    held-out context rows: `predict` reads only the kept members, and a query's prediction does not depend on the
+    other query rows."""
+    from feat_engine.reading.members import MEMBER_TOL
+
+    monkeypatch.setattr(runner, "run_tables", per_table(seeded_run(noise)))
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(4400, 1))
+    y = (np.sin(60 * X[:, 0]) > 0).astype(int)               # ragged: the nearest row reads it, the splines not
+    clf = FEATClassifier(n_estimators=4, local_context=256, view="additive").fit(X[:4096], y[:4096])
+    choice = clf.member_choice_
+    assert (choice.kept, choice.planned, choice.rows) == (kept, 4, 512) and len(clf.members_) == kept
+    assert len(choice.changes) == kept - 1 and (choice.changes[-1] < MEMBER_TOL) == (kept < 4)
+    assert all(c >= MEMBER_TOL for c in choice.changes[:-1]) and f"{kept} of 4 members kept" in clf.reading_
+    seen = []
+    monkeypatch.setattr(runner, "run_tables", lambda model, *a, column_ids=None, **kw: seen.append(
+        float(column_ids.sum())) or per_table(seeded_run(noise))(model, *a, column_ids=column_ids, **kw))
+    full = clf.predict_proba(X[4096:])
+    assert len(set(seen)) == kept                                # predict reads the kept members alone
+    alone = np.concatenate([clf.predict_proba(X[4096 + i:4097 + i]) for i in range(3)])
+    np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)

@@ -50,7 +50,8 @@ def browser():
 
 
 def _table(path: Path) -> pd.DataFrame:
-    """120 wine rows, 6 features and the text target, with a few holes in the features."""
+    """A real-shaped table: 120 wine rows, 6 numeric features with a few holes, a text region with holes, an
+    integer-coded 0/1 flag, dates written as text, and the text target."""
     from sklearn.datasets import load_wine
     b = load_wine(as_frame=True)
     df = b.frame.drop(columns=["target"]).iloc[:, :6].copy()
@@ -58,6 +59,9 @@ def _table(path: Path) -> pd.DataFrame:
     df = df.sample(120, random_state=0).reset_index(drop=True)
     rng = np.random.default_rng(0)
     df.iloc[:, :6] = df.iloc[:, :6].mask(rng.random((120, 6)) < 0.04)
+    df.insert(6, "region", pd.Series(rng.choice(["north", "south", "coast"], 120)).mask(rng.random(120) < 0.08))
+    df.insert(7, "organic", rng.integers(0, 2, 120))
+    df.insert(8, "bottled", pd.date_range("2019-01-01", periods=120, freq="5D").strftime("%Y-%m-%d"))
     df.to_csv(path, index=False)
     return df
 
@@ -95,6 +99,9 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     upload(page, server, csv_path, 120)
     assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
     assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Columns" in main and "empty cells in" in main
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=60_000)
     _shot(page, "data")
 
     # --- Predict: pick the target, run, see the metrics
@@ -117,14 +124,29 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     assert probs.shape[1] == 3 and np.allclose(probs.sum(axis=1), 1.0, atol=1e-4)
     assert set(pred["cultivar"]) <= set(df["cultivar"])
     assert (pred["cultivar (actual)"].to_numpy() == df.loc[pred["row"], "cultivar"].to_numpy()).all()
+    page.get_by_role("button", name="Price each column").click()             # why these predictions
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=RUN_TIMEOUT)
+    wait_idle(page)
+    bars = [t for t in _plot_types(page) if t and t[0].startswith("bar")]
+    assert len(bars) == 2, _plot_types(page)                                   # the ranking and one row's chart
+    page.get_by_text("What FEAT did").click()
+    assert "FEAT learned from 90 example rows" in page.locator('[data-testid="stMain"]').inner_text()
     _shot(page, "predict")
 
+    # --- a reload keeps the table and the run
+    page.reload()
+    page.get_by_text("FEAT ROC-AUC").wait_for(timeout=90_000)
+    wait_idle(page)
+    assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
+
     # --- Impute
-    nav(page, "Impute")                                  # the defaults: one member per column
+    nav(page, "Impute")                                  # the defaults: one member per column, draws
+    page.get_by_text("a draw from what FEAT predicts (each column keeps its spread)").click()
     page.get_by_role("button", name="Impute missing cells").click()
     page.get_by_text("Cells imputed").wait_for(timeout=RUN_TIMEOUT)
     still = page.locator('[data-testid="stMetric"]').filter(has_text="Still missing").inner_text()
     assert _number(still) == 0, still
+    assert "How sure FEAT is of each filled cell" in page.locator('[data-testid="stMain"]').inner_text()
     _shot(page, "impute")
 
     # --- Masking demo
@@ -151,7 +173,18 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     assert sum("Mutual information" in t for t in titles) == 1, titles
     assert sum(any(x == "scatter:target" for x in t) for t in types) == 1, types   # the graph
     assert sum(t[0].startswith("bar") for t in types) == 1, types                  # relation to the target
+    ticks = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .filter(el => (el.data || [{}])[0].type === 'heatmap').map(el => [el.layout.xaxis.tickvals.length, el.data[0].x.length])""")
+    assert len(ticks) == 6 and all(t == x >= len(df.columns) for t, x in ticks), ticks   # every column labelled
     _shot(page, "relations")
+
+    # --- a long run can be cancelled: the earlier results stay
+    set_number(page, "FEAT ensemble members", 16)
+    page.get_by_role("button", name="Compute relations").click()
+    page.get_by_role("button", name="Cancel").click(timeout=60_000)
+    page.get_by_text("The run was cancelled").wait_for(timeout=120_000)
+    wait_idle(page)
+    assert sum(t[0].startswith("heatmap") for t in _plot_types(page)) == 6
     assert not errors, errors
 
 

@@ -210,6 +210,69 @@ def test_chained_imputer_predicts_each_column_in_context():
         FEATImputer(method="mice").fit(df)
 
 
+def test_imputer_draws_keep_each_columns_spread_and_every_filled_cell_has_a_confidence():
+    """On a synthetic table whose category (60/30/10) is independent of the other columns and whose number is
+    half noise, the most likely values collapse the category onto its commonest level and shrink the number's
+    spread; draws (`sample_posterior=True`) keep the observed level shares within sampling error (four standard
+    errors) and the spread within a fifth. Each filled category cell has the probability of its level, and each
+    drawn number the column's held-out error."""
+    from feat_engine.estimators.imputer import HELD_NUMBERS, HELD_SHARE
+
+    rng = np.random.default_rng(7)
+    n = 1500
+    x = rng.normal(size=(n, 2))
+    df = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "num": x[:, 0] + rng.normal(size=n),
+                       "cat": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])})
+    hide = np.zeros(df.shape, bool)
+    hide[:, 2:] = rng.uniform(size=(n, 2)) < 0.4
+    holes = df.mask(hide)
+    shares = holes["cat"].value_counts(normalize=True)
+    likely = FEATImputer(n_estimators=1).fit(holes)
+    out, conf = likely.transform_with_confidence(holes)
+    pd.testing.assert_frame_equal(likely.transform(holes), out)
+    cat, num = hide[:, 3], hide[:, 2]
+    assert (out["cat"][cat] == "a").mean() > 0.9                                    # collapsed
+    assert out["num"][num].std() < 0.85 * holes["num"].std()                         # shrunk
+    assert conf["cat"][cat].between(0.34, 1.0).all() and conf["cat"][~cat].isna().all()
+    assert conf["num"].isna().all() and conf[["x1", "x2"]].isna().all().all()       # no spread without draws
+    drawn, sure = FEATImputer(n_estimators=1, sample_posterior=True).fit(holes).transform_with_confidence(holes)
+    got = drawn["cat"][cat].value_counts(normalize=True)
+    for level, p in shares.items():
+        assert abs(got.get(level, 0.0) - p) < 4 * np.sqrt(p * (1 - p) / cat.sum()), (level, got.to_dict())
+    assert abs(drawn["num"][num].std() / holes["num"].std() - 1) < 0.2
+    spread = sure["num"][num]
+    assert spread.nunique() == 1 and 0.8 < spread.iloc[0] < 1.3                      # the noise's sd is 1
+    probs = sure["cat"][cat]
+    assert probs.between(0.0, 1.0).all() and probs.min() < 0.34                      # a drawn rare level: its own p
+    assert drawn.mask(hide).equals(holes) and min(HELD_NUMBERS, (~num).sum() // HELD_SHARE) > 50
+    again = FEATImputer(n_estimators=1, sample_posterior=True).fit_transform(holes)
+    pd.testing.assert_frame_equal(again, drawn)                                      # random_state fixes the draws
+    other = FEATImputer(n_estimators=1, sample_posterior=True, random_state=1).fit_transform(holes)
+    assert (other["cat"][cat] != drawn["cat"][cat]).any()                            # another imputation
+
+
+def test_chained_imputer_with_more_levels_than_the_head_fills_as_the_head_reads():
+    """A category of more levels than the head: the most likely fill is the head's class, the shared class
+    filled with the most frequent of its levels, as `FEATClassifier` on the same codes predicts; the
+    probabilities cover every level and sum to one."""
+    from feat_engine.estimators.imputer import _level_probabilities
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)})
+    levels = np.array([f"l{i:02d}" for i in range(14)])
+    y = pd.Series(levels[np.clip((X["a"] * 3 + 7 + rng.normal(size=n)).astype(int), 0, 13)])
+    clf = FEATClassifier(n_estimators=1, multiclass="head")
+    proba, found, likely = _level_probabilities(clf, X[:300], y[:300], X[300:])
+    counts = y[:300].value_counts()
+    assert list(found) == list(counts.index) and proba.shape == (100, len(counts))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    codes = pd.Series(counts.index[:9].get_indexer(y[:300]))
+    head = FEATClassifier(n_estimators=1, multiclass="head").fit(X[:300], codes).predict(X[300:])
+    want = np.where(head >= 0, np.asarray(counts.index[:9], dtype=object)[np.maximum(head, 0)], counts.index[9])
+    np.testing.assert_array_equal(found[likely], want)
+
+
 def test_chained_imputer_columns_on_two_workers_fill_as_one_at_a_time():
     """The chained imputer predicts its incomplete columns at once (`map_runs`: two workers of one torch thread
     on two threads); the cells come back as when the columns are predicted one after another on one thread."""
@@ -450,3 +513,36 @@ def test_fit_reports_progress_while_it_fits_the_classical_models():
     seen.clear()
     FEATRegressor(n_estimators=2, view=None, progress=lambda d, t, m: seen.append((d, t, m))).fit(X, X[:, 1])
     assert seen[-1][:2] == (2, 2)                                   # the members' two scales of the target
+
+
+def test_masked_attributions_rank_the_features_that_make_the_target():
+    """y = 3 a + b + noise over five features: hiding a moves the prediction most, then b, and the three
+    irrelevant features barely; a row's attributions are the same alone as among others."""
+    from feat_engine import masked_attributions
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 5)), columns=list("abcde"))
+    y = 3 * X["a"] + X["b"] + 0.3 * rng.normal(size=400)
+    reg = FEATRegressor(n_estimators=1).fit(X[:300], y[:300])
+    attr = masked_attributions(reg, X[300:])
+    rank = attr.abs().mean()
+    assert list(rank.sort_values(ascending=False).index[:2]) == ["a", "b"]
+    assert rank["a"] > 2 * rank["b"] and rank[["c", "d", "e"]].max() < 0.25 * rank["b"]
+    assert list(attr.index) == list(X.index[300:]) and list(attr.columns) == list("abcde")
+    alone = masked_attributions(reg, X[300:301])
+    np.testing.assert_allclose(alone.to_numpy(), attr.iloc[:1].to_numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_masked_attributions_of_a_classifier_over_every_column_kind():
+    """A class read from one column of a table holding every dtype: that column is priced highest, in
+    probability of the class predicted, and every kind of column can be hidden."""
+    from feat_engine import masked_attributions
+
+    df = mixed_table(240, seed=3)
+    y = np.where(df["float"].fillna(10) > 10, "high", "low")
+    clf = FEATClassifier(n_estimators=1).fit(df[:180], y[:180])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FEATDataWarning)
+        attr = masked_attributions(clf, df[180:])
+    assert attr.shape == (60, df.shape[1]) and np.isfinite(attr.to_numpy()).all()
+    assert attr.abs().mean().idxmax() == "float" and (attr.abs().to_numpy() <= 1.0).all()

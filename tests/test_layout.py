@@ -72,7 +72,7 @@ def test_a_module_that_imports_torch_is_caught(tmp_path):
 
 
 def test_the_in_context_base_declares_what_its_subclasses_provide():
-    assert InContextBase.__abstractmethods__ == {"_outputs", "_combine", "_row_loss"}
+    assert InContextBase.__abstractmethods__ == {"_member_output", "_combine", "_row_loss"}
     with pytest.raises(TypeError, match="abstract"):
         InContextBase()
 

@@ -1,4 +1,4 @@
-"""Data: upload a table or pick a sample; preview, schema with type overrides, missingness."""
+"""Data: upload a table or pick a sample; preview, per-column summaries with type overrides, empty cells."""
 from __future__ import annotations
 
 import pandas as pd
@@ -59,7 +59,7 @@ st.subheader(ds["name"])
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Rows", metrics.card_text(df.shape[0]))
 m2.metric("Columns", metrics.card_text(df.shape[1]))
-m3.metric("Missing cells", metrics.card_text(int(df.isna().sum().sum())))
+m3.metric("Empty cells", metrics.card_text(int(df.isna().sum().sum())))
 m4.metric("Memory", metrics.size_text(df.memory_usage(deep=True).sum()))
 for n in ds["notes"]:
     st.caption(f"Read: {n}")
@@ -70,14 +70,27 @@ if too_big is not None:   # the table loads; Predict and Impute refuse to run on
 st.markdown("#### Preview")
 st.dataframe(df.head(100), width="stretch", height=260)
 
-st.markdown("#### Schema")
-st.caption("The detected type of each column. Change **use as** to read a column differently, "
-           "or to leave it out (ignore). Your values are never changed.")
+st.markdown("#### Columns")
+st.caption("One row per column: how FEAT reads it, its share of empty cells, how many different values it holds, "
+           "and its distribution (a histogram of numbers and dates, the most frequent values of the rest). Change "
+           "**use as** to read a column differently, or to leave it out (ignore). Your values are never changed.")
 schema = aio.schema_frame(df, ds["detected"], state.types())
 edited = st.data_editor(
     schema, key=f"schema:{ds['digest']}", hide_index=True, width="stretch",
     disabled=[c for c in schema.columns if c != "use as"],
-    column_config={"use as": st.column_config.SelectboxColumn("use as", options=list(aio.TYPES), required=True)},
+    column_config={
+        "use as": st.column_config.SelectboxColumn("use as", options=list(aio.TYPES), required=True,
+                                                   help="How FEAT reads the column"),
+        "detected": st.column_config.TextColumn("detected", help="The type FEAT chose from the values"),
+        "why": st.column_config.TextColumn("why", help="What in the values decided the detected type"),
+        "missing": st.column_config.ProgressColumn("empty cells", format="percent", min_value=0.0, max_value=1.0,
+                                                   help="Share of the column's cells that are empty"),
+        "distinct": st.column_config.NumberColumn("distinct values", format="localized"),
+        "distribution": st.column_config.BarChartColumn(
+            "distribution", help="Numbers and dates: a histogram of 20 bars from the smallest value to the largest. "
+                                 "Other columns: the 10 most frequent values, most frequent first."),
+        "summary": st.column_config.TextColumn("summary", width="large"),
+    },
 )
 new_types = dict(zip(edited["column"], edited["use as"]))
 if new_types != state.types():
@@ -89,9 +102,13 @@ ignored = [c for c, t in new_types.items() if t == "ignore"]
 st.caption(f"The model sees {table.shape[1]} of {df.shape[1]} columns"
            + (f"; ignored: {', '.join(map(str, ignored))}" if ignored else "") + ".")
 
-st.markdown("#### Missing values")
+st.markdown("#### Empty cells")
 if not df.isna().any(axis=None):
-    st.caption("No cell is missing. The **Masking demo** hides cells on purpose to test imputation.")
-c1, c2 = st.columns(2)
-c1.plotly_chart(figures.missingness_bars(df), width="stretch", key="miss_bars")
-c2.plotly_chart(figures.missingness_matrix(df), width="stretch", key="miss_matrix")
+    st.caption("No cell is empty, so there is nothing to fill in. The **Masking demo** empties cells on purpose "
+               "to show how well they are filled.")
+else:
+    st.caption(f"{metrics.card_text(int(df.isna().sum().sum()))} empty cells in "
+               f"{metrics.card_text(int(df.isna().any(axis=1).sum()))} of {metrics.card_text(len(df))} rows.")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.missingness_bars(df), width="stretch", key="miss_bars")
+    c2.plotly_chart(figures.missingness_matrix(df), width="stretch", key="miss_matrix")

@@ -27,21 +27,31 @@ with st.form("impute_form"):
                             help="Each incomplete column is predicted by its own FEAT run; more members average "
                                  "more runs per column (slower).")
     max_ctx = f3.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="imp_maxctx")
+    draw = st.radio("Fill each cell with", [False, True], horizontal=True, key="imp_draw",
+                    format_func=lambda d: ("a draw from what FEAT predicts (each column keeps its spread)" if d
+                                           else "the most likely value"),
+                    help="The most likely value is the best single guess for each cell, but a column filled that "
+                         "way loses its spread: a rare category is never chosen, numbers bunch up at the middle. "
+                         "Draws keep each column's distribution, as multiple imputation does; another seed gives "
+                         "another draw.")
     go = st.form_submit_button("Impute missing cells", type="primary", key="imp_run")
 
 if go:
-    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None)
+    params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
+                              sample_posterior=bool(draw))
     try:
         aio.check_features(table)
         aio.check_fits_machine(*table.shape, "this table")
         with st.status(f"FEAT imputing {n_miss:,} cells ...", expanded=True) as status:
+            state.cancel_button("impute")
             bar = st.progress(0.0, text="preparing: each incomplete column is predicted from the others")
             out = engine.impute(table, params, state.progress_callback(bar))
             status.update(label=f"Done in {state.seconds_text(out.seconds)}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
     else:
-        state.store_result("impute", {"filled": out.value, "seconds": out.seconds, "warnings": out.warnings,
+        state.store_result("impute", {"filled": out.value["filled"], "confidence": out.value["confidence"],
+                                      "drawn": bool(draw), "seconds": out.seconds, "warnings": out.warnings,
                                       "mask": miss, "types": dict(state.types())})
 
 res = state.shown_result("impute")
@@ -59,12 +69,21 @@ rows = mask.any(axis=1)
 shown = filled.loc[rows].head(200)
 st.dataframe(downloads.highlight(shown, mask.loc[shown.index]), width="stretch", height=320)
 
+st.markdown("#### How sure FEAT is of each filled cell")
+sure = engine.confidence_table(filled, mask, res["confidence"], res["types"])
+st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
+           "made on known cells of that column that it set aside to check itself"
+           + (", in the column's units." if res["drawn"] else "; it is measured when cells are filled with draws."))
+st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True)
+
 full = downloads.merge_columns(ds["df"], filled)
 st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
 d1, d2 = st.columns(2)
 stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
 d1.download_button("Download filled table (CSV)", downloads.csv_bytes(full), f"{stem}_imputed.csv", "text/csv",
                    key="dl_imp_csv")
+d1.download_button("Download the filled cells with how sure FEAT is (CSV)", downloads.csv_bytes(sure),
+                   f"{stem}_imputed_cells.csv", "text/csv", key="dl_imp_sure")
 try:
     d2.download_button("Download filled table (Parquet)", downloads.parquet_bytes(full), f"{stem}_imputed.parquet",
                        "application/octet-stream", key="dl_imp_parquet")

@@ -14,10 +14,12 @@ from feat_engine.estimators import COLUMN_MEMBERS
 
 ds, table = state.open_page("Masking demo")
 complete = table.dropna()
-st.caption("Cells of the complete rows are hidden with the paper's masks: single **cells**, **stripes** "
-           "(a run of rows in one column) and **blocks** (a run of rows over several columns). Each method "
-           "fills them, and is scored on the hidden cells: NRMSE (RMSE / column std; lower is better) for "
-           f"numeric columns, accuracy for categorical ones. FEAT's method: {engine.IMPUTE_METHOD}.")
+st.caption("How well does FEAT fill in empty cells? This demo empties cells whose true values are known, in "
+           "the rows that have none empty: single **cells**, **stripes** (a run of rows in one column) and "
+           "**blocks** (a run of rows over several columns). FEAT and the usual methods fill them, and each is "
+           "scored against the truth: NRMSE for number columns (the typical miss divided by the column's "
+           "spread; 1 is as good as filling in the average, lower is better), accuracy for category columns. "
+           f"FEAT's method: {engine.IMPUTE_METHOD}.")
 if len(complete) < 10:
     state.show_error(aio.TableError(
         f"only {len(complete)} rows of the table have no missing cell; the demo needs at least 10 complete rows.",
@@ -26,7 +28,7 @@ if len(complete) < 10:
 if len(complete) < len(table):
     st.caption(f"Using the {len(complete):,} complete rows of {len(table):,}.")
 
-MIXES = {"mixed 50/30/20 (paper)": (0.5, 0.3, 0.2), "cells only": (1.0, 0.0, 0.0),
+MIXES = {"mixed: half cells, stripes, blocks": (0.5, 0.3, 0.2), "cells only": (1.0, 0.0, 0.0),
          "stripes only": (0.0, 1.0, 0.0), "blocks only": (0.0, 0.0, 1.0)}
 with st.form("mask_form"):
     f1, f2, f3, f4 = st.columns(4)
@@ -54,10 +56,11 @@ if go:
         masked = truth.mask(pd.DataFrame(mask, index=truth.index, columns=truth.columns))
         filled, secs, notes = {}, {}, []
         with st.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
+            state.cancel_button("masking")
             bar = st.progress(0.0, text="FEAT: preparing")
             out = engine.impute(masked, state.run_params(n_estimators=int(n_est), random_state=int(seed)),
                                 state.progress_callback(bar))
-            filled["FEAT"], secs["FEAT"], notes = out.value, out.seconds, out.warnings
+            filled["FEAT"], secs["FEAT"], notes = out.value["filled"], out.seconds, out.warnings
             for m in methods:
                 st.write(f"{m} ...")
                 t0 = time.perf_counter()
@@ -70,8 +73,13 @@ if go:
     except (aio.TableError, engine.EngineError, ValueError) as e:
         state.show_error(e)
     else:
-        scores = pd.concat([metrics.imputation_scores(truth, f, mask, kinds).assign(method=m) for m, f in filled.items()],
-                           ignore_index=True)
+        scored = [c for c in truth.columns if truth[c].nunique(dropna=False) > 1]   # one value: nothing to score
+        if len(scored) < truth.shape[1]:
+            notes.append(f"{', '.join(map(str, (c for c in truth.columns if c not in scored)))} hold(s) one value in "
+                         "the rows used, so filling them is trivially right and they are not scored.")
+        at = [truth.columns.get_loc(c) for c in scored]
+        scores = pd.concat([metrics.imputation_scores(truth[scored], f[scored], mask[:, at], kinds).assign(method=m)
+                            for m, f in filled.items()], ignore_index=True)
         state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
                                        "mix": mix_name})
@@ -85,9 +93,9 @@ overall["seconds"] = pd.Series(res["seconds"])
 overall.index.name = "method"
 fo = overall.loc["FEAT"]
 c1, c2, c3 = st.columns(3)
-c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]))
-c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]))
-c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"))
+c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=metrics.METRIC_HELP["NRMSE"])
+c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help=metrics.METRIC_HELP["cell accuracy"])
+c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
 st.markdown("#### Overall (mean over columns)")
 st.dataframe(overall.style.format(metrics.card_text), width="stretch")
 for metric in ("NRMSE", "accuracy"):

@@ -10,6 +10,8 @@ from app import io as aio
 from feat_engine.estimators import PRECISIONS
 from feat_engine.inference import bf16_is_fast
 
+EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
+
 ds, table = state.open_page("Predict")
 all_cols = list(ds["df"].columns)
 default_target = ds.get("target") if ds.get("target") in all_cols else all_cols[-1]
@@ -89,10 +91,21 @@ if submitted:
                                      "Use Evaluate mode, or upload a table where the rows to predict have an empty target.")
         X_tr, y_tr, X_te = X_all.iloc[tr], y_all.iloc[tr], X_all.iloc[te]
         aio.check_fits_machine(len(X_all), X_all.shape[1], "this table")
-        with st.status(f"FEAT: learning from {len(tr):,} example rows, predicting {len(te):,} ...",
-                       expanded=True) as status:
+        key = state.fit_key(target, task, tr, params)
+        est = state.kept_fit(key)
+        with st.status(f"FEAT: {'reusing what it learned from' if est else 'learning from'} {len(tr):,} example "
+                       f"rows, predicting {len(te):,} ...", expanded=True) as status:
+            state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
-            out = engine.predict(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
+            fitted = None
+            if est is None:      # a second click on the same data and settings reads the kept fit
+                fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar))
+                est = fitted.value
+                state.keep_fit(key, est)
+            out = engine.predict(est, X_te, state.progress_callback(bar))
+            if fitted is not None:
+                out.seconds += fitted.seconds
+                out.warnings[:0] = [w for w in fitted.warnings if w not in out.warnings]
             bar.progress(1.0, text=f"FEAT done in {state.seconds_text(out.seconds)}")
             gb, gb_error = None, None
             if mode == "Evaluate" and with_gbdt:
@@ -114,12 +127,23 @@ if submitted:
         state.store_result("predict", {"target": target, "task": task, "mode": mode, "test_index": table.index[te],
                                        "y_true": y_all.iloc[te] if mode == "Evaluate" else None,
                                        "feat": out.value, "feat_seconds": out.seconds, "warnings": out.warnings,
-                                       "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr)})
+                                       "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr),
+                                       "fit_reused": fitted is None, "fit_key": key, "X_test": X_te,
+                                       "settings": [f"FEAT ensemble members: {int(n_est)}", f"seed: {int(seed)}",
+                                                    f"max context rows: {int(max_ctx) or 'no cap'}",
+                                                    f"arithmetic: {precision}"]
+                                       + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])})
 
 res = state.shown_result("predict")
 tgt, task_r, feat = res["target"], res["task"], res["feat"]
+report = [("The run", [f"{res['mode']}: target {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from "
+                       f"{res['n_train']:,} example rows of {ds['name']}", *res.get("settings", []),
+                       f"FEAT time: {state.seconds_text(res['feat_seconds'])}"]),
+          ("What FEAT did", feat.get("what_feat_did", []))]
 st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} context rows")
-st.caption(f"How FEAT read the table: {feat['reading']}")
+with st.expander("What FEAT did"):
+    st.markdown("\n".join(f"- {line}" for line in feat.get("what_feat_did", [])))
+    st.caption(f"In technical terms: {feat['reading']}")
 if res.get("gbdt_error"):
     st.warning(res["gbdt_error"], icon=":material/warning:")
 
@@ -143,25 +167,67 @@ if res["mode"] == "Evaluate":
         delta = None
         if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
             delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True, digits=2)} vs {gb['name']}"
-        col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta,
+        col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
-    mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"))
+    mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
+                  help=metrics.METRIC_HELP["time"] + (" This run reused what FEAT learned from the same example rows "
+                                                      "with the same settings, so it paid for the predictions alone."
+                                                      if res.get("fit_reused") else ""))
     st.dataframe(table_scores.style.format(metrics.card_text), width="stretch")
+    report.append(("Scores", table_scores))
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
         st.caption("ROC-AUC is n/a: the holdout holds a single class.")
     if task_r == "classification":
         labels = list(feat["classes"])
         c1, c2 = st.columns(2)
-        c1.plotly_chart(figures.confusion_figure(metrics.confusion(y_true, feat["pred"], labels), "FEAT confusion matrix"),
-                        width="stretch", key="cm_feat")
+        figs = [figures.confusion_figure(metrics.confusion(y_true, feat["pred"], labels), "FEAT confusion matrix")]
         if gb:
-            c2.plotly_chart(figures.confusion_figure(metrics.confusion(y_true, gb["pred"], labels),
-                                                     f"{gb['name']} confusion matrix"), width="stretch", key="cm_gbdt")
+            figs.append(figures.confusion_figure(metrics.confusion(y_true, gb["pred"], labels),
+                                                 f"{gb['name']} confusion matrix"))
+        for col, fig, key in zip((c1, c2), figs, ("cm_feat", "cm_gbdt")):
+            col.plotly_chart(fig, width="stretch", key=key)
+            report.append((fig.layout.title.text, fig))
     else:
         preds = {"FEAT": feat["pred"]}
         if gb:
             preds[gb["name"]] = gb["pred"]
-        st.plotly_chart(figures.pred_vs_actual(y_true, preds, str(tgt)), width="stretch", key="pva")
+        fig = figures.pred_vs_actual(y_true, preds, str(tgt))
+        st.plotly_chart(fig, width="stretch", key="pva")
+        report.append(("Predicted against actual", fig))
+
+st.markdown("#### Why these predictions")
+st.caption("FEAT prices each column by hiding it and reading the row again: the change in the prediction is what "
+           "that cell contributed to it. The ranking averages the size of the changes over the rows; one row's "
+           "chart shows the direction too. " + (f"It reads {EXPLAIN_ROWS} of the predicted rows at most."
+                                                 if len(res["test_index"]) > EXPLAIN_ROWS else ""))
+unit = "probability of the predicted class" if task_r == "classification" else f"units of {tgt}"
+if st.button("Price each column", key="pred_explain"):
+    est = state.kept_fit(res["fit_key"])
+    if est is None:
+        st.info("Run the prediction again first: FEAT keeps only the two latest fits.")
+    else:
+        X_ex = res["X_test"].head(EXPLAIN_ROWS)
+        with st.status(f"FEAT: hiding each column in {len(X_ex):,} rows ...", expanded=True) as status:
+            bar = st.progress(0.0, text="preparing")
+            try:
+                got = engine.attributions(est, X_ex, state.progress_callback(bar))
+            except engine.EngineError as e:
+                state.show_error(e)
+            else:
+                res["attributions"] = got.value
+                status.update(label=f"Done in {state.seconds_text(got.seconds)}", state="complete", expanded=False)
+attr = res.get("attributions")
+if attr is not None:
+    e1, e2 = st.columns(2)
+    ranking = figures.attribution_ranking(attr, unit)
+    e1.plotly_chart(ranking, width="stretch", key="attr_rank")
+    report.append(("Why these predictions", ranking))
+    row = e2.selectbox("Row", list(attr.index), key="attr_row", help="A predicted row, by its row number in the table")
+    at = list(res["test_index"]).index(row)
+    shown_pred = feat["pred"][at]
+    e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
+                                            f"Row {row}: predicted {metrics.card_text(shown_pred) if task_r == 'regression' else shown_pred}",
+                                            unit), width="stretch", key="attr_row_chart")
 
 pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
                                       y_true=res["y_true"], target=str(tgt))
@@ -170,6 +236,12 @@ st.dataframe(pred_df.head(200), width="stretch", height=240, hide_index=True)
 d1, d2 = st.columns(2)
 d1.download_button("Download predictions (CSV)", downloads.csv_bytes(pred_df), f"feat_predictions_{tgt}.csv",
                    "text/csv", key="dl_pred_csv")
+report.append(("Predictions", pred_df))
+st.download_button("Download a report of this run (HTML)",
+                   downloads.report_html(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report),
+                   f"feat_report_{tgt}.html", "text/html", key="dl_pred_report",
+                   help="One page with the settings, what FEAT did, the scores, the figures (interactive) and the "
+                        "predictions; it opens in any browser, offline.")
 try:
     d2.download_button("Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
                        f"feat_predictions_{tgt}.parquet", "application/octet-stream", key="dl_pred_parquet")

@@ -11,19 +11,16 @@ from app import io as aio
 
 ds, table = state.open_page("Relations")
 cols = list(table.columns)
-st.caption("**FEAT attention** shows where the model looks: the share of column i's attention (over layers, "
-           "heads and rows) that goes to column j. **FEAT dependence** shows how much worse FEAT predicts "
-           "column i when column j is hidden, as a share of column i's variance (0: no loss). **FEAT edges** "
-           "is the probability that columns i and j are directly linked, from a head trained on the causal "
-           "graphs of FEAT's synthetic tables, which reads FEAT's column tokens and each pair's mutual information "
-           "and (partial) correlations. **Mutual information** (k-nearest neighbours, in nats), Pearson "
-           "and Spearman are shown next to them; all six heatmaps use one hierarchical-clustering order. "
-           "On held-out tables with known dependency graphs, FEAT edges find the true links best, then mutual "
-           "information, FEAT dependence, Spearman and Pearson (docs/benchmarks.md, \"Relation discovery\"); "
-           "FEAT attention shows the model, not the links.")
-FEAT_MATS = {"FEAT": "FEAT attention", "FEAT dependence": "FEAT dependence (masking)",
-             "FEAT edges": "FEAT edges (probability of a direct link)"}
-DIRECTED = ("FEAT", "FEAT dependence")        # the edge matrix is symmetric: its graph has no arrowheads
+st.caption("How strongly the columns of the table relate, six ways, side by side. **FEAT dependence**: how much "
+           "worse FEAT predicts column i when column j is hidden from it (0: no loss). **FEAT edges**: how likely "
+           "columns i and j are directly linked rather than through other columns. **FEAT attention**: where the "
+           "model looks when it reads column i; it shows how FEAT reads the table more than how the columns "
+           "relate. **Mutual information**, **Pearson** and **Spearman** are the classical measures, for "
+           "comparison. Every heatmap lists the columns in one order, related columns next to each other. On "
+           "tables whose true links are known, FEAT edges found them most often, then mutual information.")
+FEAT_MATS = {"FEAT attention": "FEAT attention", "FEAT dependence": "FEAT dependence (hiding a column)",
+             "FEAT edges": "FEAT edges (chance of a direct link)"}
+DIRECTED = ("FEAT attention", "FEAT dependence")        # the edge matrix is symmetric: its graph has no arrowheads
 CORRELATIONS = ("Pearson", "Spearman")        # signed: their target column is shown as it is
 
 NONE = "(no target)"
@@ -45,6 +42,7 @@ if go:
             raise aio.TableError("relations need at least two columns in use.", "In Data, stop ignoring some columns.")
         sub = table if len(table) <= max_rows else table.sample(int(max_rows), random_state=int(seed))
         with st.status(f"FEAT relations over {len(sub):,} rows x {len(cols)} columns ...", expanded=True) as status:
+            state.cancel_button("relations")
             bar = st.progress(0.0, text="preparing: FEAT reads the table once per matrix")
             params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_rows=len(sub),
                                       edge_head=state.model_info()["edge_head"])
@@ -54,7 +52,7 @@ if go:
         state.show_error(e)
     else:
         mats = out.value
-        order = figures.cluster_order(mats["FEAT"])
+        order = figures.cluster_order(mats["FEAT attention"])
         state.store_result("relations", {"mats": mats, "order": order, "target": tgt, "seconds": out.seconds,
                                          "warnings": out.warnings, "n_rows": len(sub)})
 
@@ -63,18 +61,19 @@ mats, order, tgt = res["mats"], res["order"], res["target"]
 part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
                                      "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on i).")
-c1, c2, c5 = st.columns(3)
-c3, c4, c6 = st.columns(3)
-for col, name, key in ((c1, "FEAT", "hm_feat"), (c2, "FEAT dependence", "hm_dependence")):
+rows = [st.columns(2) for _ in range(3)]
+for col, name, key in ((rows[0][0], "FEAT dependence", "hm_dependence"), (rows[1][0], "FEAT attention", "hm_feat")):
     col.plotly_chart(figures.heatmap(figures.asymmetric_part(mats[name], part), order,
-                                     f"{FEAT_MATS[name]}: {figures.PARTS[part]}", diverging=part == "A-AT",
+                                     f"{FEAT_MATS[name]}, {figures.PARTS[part]}", diverging=part == "A-AT",
                                      blank_diagonal=True), width="stretch", key=key)
-c6.plotly_chart(figures.heatmap(mats["FEAT edges"], order, FEAT_MATS["FEAT edges"], blank_diagonal=True),
-                width="stretch", key="hm_edges")
-c5.plotly_chart(figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)", blank_diagonal=True),
-                width="stretch", key="hm_mi")
-c3.plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson r", diverging=True), width="stretch", key="hm_pearson")
-c4.plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman ρ", diverging=True), width="stretch", key="hm_spearman")
+rows[0][1].plotly_chart(figures.heatmap(mats["FEAT edges"], order, FEAT_MATS["FEAT edges"], blank_diagonal=True),
+                        width="stretch", key="hm_edges")
+rows[1][1].plotly_chart(figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)",
+                                        blank_diagonal=True), width="stretch", key="hm_mi")
+rows[2][0].plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson correlation r", diverging=True),
+                        width="stretch", key="hm_pearson")
+rows[2][1].plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman rank correlation ρ", diverging=True),
+                        width="stretch", key="hm_spearman")
 
 st.markdown("#### Dependency graph")
 g1, g2 = st.columns([1, 3])
@@ -104,13 +103,18 @@ if tgt is not None:
     st.plotly_chart(figures.target_bars(rel, str(tgt)), width="stretch", key="rel_bars")
 
 st.markdown("#### Export")
-exports = st.columns(len(mats) + 1)
-for col, name in zip(exports, mats):
-    slug = name.lower().replace(" ", "_")
-    col.download_button(f"{FEAT_MATS.get(name, name)} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
-                        f"relations_{slug}.csv", "text/csv", key=f"dl_rel_{slug}")
-long = pd.concat([mats[n].loc[order, order].rename_axis(index="row", columns="column").stack().rename("value")
-                  .reset_index().assign(method=n) for n in mats], ignore_index=True)
-exports[-1].download_button(f"All {len(mats)}, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv", "text/csv",
-                            key="dl_rel_all")
+st.caption("Each matrix as a CSV table in the heatmaps' column order, or all six in one long table "
+           "(row, column, value, method).")
+names = list(mats) + ["all"]
+for start in range(0, len(names), 4):
+    for col, name in zip(st.columns(4), names[start:start + 4]):
+        if name == "all":
+            long = pd.concat([mats[n].loc[order, order].rename_axis(index="row", columns="column").stack()
+                              .rename("value").reset_index().assign(method=n) for n in mats], ignore_index=True)
+            col.download_button(f"All {len(mats)}, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv",
+                                "text/csv", key="dl_rel_all", width="stretch")
+            continue
+        slug = name.lower().replace(" ", "_")
+        col.download_button(f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
+                            f"relations_{slug}.csv", "text/csv", key=f"dl_rel_{slug}", width="stretch")
 st.caption(f"Computed on {res['n_rows']:,} rows in {state.seconds_text(res['seconds'])}.")

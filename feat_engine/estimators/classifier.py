@@ -12,23 +12,27 @@ from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
 from ..reading.blend import blend_probability
+from ..reading.members import Member
 from ..reading.quantile_transform import reads_quantiles
 from ..targets import ClassEncoder, as_target, is_continuous, target_rows
 from . import runner
 from .base import documented
-from .in_context import LOCAL_CONTEXT, InContextBase
+from .in_context import KEPT_MEMBERS, LOCAL_CONTEXT, InContextBase
 
 
 @documented(
     "Zero-shot classifier: `fit` stores the context, `predict_proba` reads it with the pretrained model.",
-    {"n_estimators": ("int, default 4", "Ensemble members, each with its own row order, feature order (or subset), "
+    {"n_estimators": ("int, default 4",
+                      KEPT_MEMBERS + "Each member has its own row order, feature order (or subset), "
                       "column-identity draw and class-slot rotation; the 2nd, 4th, ... read numeric columns through "
                       "their context quantiles."),
      "multiclass": ('{"ovr", "head"}, default "ovr"', '"ovr" reads each of K > 2 classes against the rest in a run '
                     'of its own and normalises the K scores; "head" reads all classes from the classification head '
                     "in one run (at most 10 classes).")},
     {"classes_": ("ndarray", "The labels, in the order of `predict_proba`'s columns."),
-     "reading_": ("str", "One sentence on how the members read the fitted table.")},
+     "reading_": ("str", "One sentence on how the members read the fitted table."),
+     "member_choice_": ("MemberChoice or None", "How many members `fit` kept, and the change each made to the "
+                        "held-out predictions; None where no rows are held out.")},
 )
 class FEATClassifier(ClassifierMixin, InContextBase):
     def __init__(
@@ -77,30 +81,24 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         proba = self.predict_proba(X)
         return self.encoder_.inverse_transform(np.argmax(proba, axis=1))
 
-    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None,
-                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: (M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and
-        beside them the stacked models' logits, one column per run."""
+    def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
+                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+        """(M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and beside them the
+        stacked models' logits, one column per run."""
         model, settings = self._loaded_model(), self._engine_settings()
         k = len(self.classes_)
         classes = self._ovr_classes()
         one_run = classes == [None]
-        steps = steps or StepCounter(self.progress,
-                                     runner.count_runs(self.members_, routes, self.device) * len(classes))
-        outputs = []
-        for m, route in zip(self.members_, routes):
-            name = f"member {m.index + 1}/{len(self.members_)}"
-            scores, stacked = [], []
-            for c in classes:
-                mats = self._run_matrices(m, c, xq, detail, held)
-                run = runner.MemberRun(model, m, k if one_run else 2, reads_quantiles(m), settings,
-                                       name if one_run else f"{name}, class {c + 1}/{k}")
-                out = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
-                scores.append(out if one_run else out[:, 1])
-                stacked.append(mats.stacked)
-            outputs.append((scores[0] if one_run else np.stack(scores, axis=1), np.stack(stacked, axis=1)))
-        return outputs
+        name = f"member {m.index + 1}/{len(self.members_)}"
+        scores, stacked = [], []
+        for c in classes:
+            mats = self._run_matrices(m, c, xq, detail, held)
+            run = runner.MemberRun(model, m, k if one_run else 2, reads_quantiles(m), settings,
+                                   name if one_run else f"{name}, class {c + 1}/{k}")
+            out = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
+            scores.append(out if one_run else out[:, 1])
+            stacked.append(mats.stacked)
+        return scores[0] if one_run else np.stack(scores, axis=1), np.stack(stacked, axis=1)
 
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
         """Each binary run's probability of its class blended with its stacked model's logit, one-vs-rest scores

@@ -23,6 +23,8 @@ from .classifier import FEATClassifier
 from .regressor import FEATRegressor
 
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
+HELD_NUMBERS = 256      # known cells of a number column held out of its context to measure FEAT's errors (draws)
+HELD_SHARE = 10         # ... at most one known cell in HELD_SHARE
 
 
 @documented(
@@ -40,17 +42,25 @@ COLUMN_MEMBERS = 1      # default members per column of the chained imputer (doc
      "method": ('{"chained", "reconstruction"}, default "chained"', '"chained" predicts each incomplete numeric or '
                 "categorical column from the other columns with `FEATRegressor` or `FEATClassifier`; "
                 '"reconstruction" fills every cell from the imputation head in one run per member (it also fills '
-                'date columns under "chained").')},
+                'date columns under "chained").'),
+     "sample_posterior": ("bool, default False", '"chained": fill each cell with a draw from FEAT\'s predicted '
+                          "distribution instead of its most likely value, so that a column keeps its spread (as "
+                          "scikit-learn's `IterativeImputer(sample_posterior=True)`; several `random_state` give "
+                          "multiple imputations). A category is drawn from its predicted probabilities; a number is "
+                          "its prediction plus the error FEAT made on one of up to 256 known cells of the column, "
+                          "held out of its context for that. `transform_with_confidence` says how sure FEAT is of "
+                          "each filled cell.")},
 )
 class FEATImputer(TransformerMixin, FEATBase):
     def __init__(
         self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, method: str = "chained",
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto",
+        precision: str = "auto", sample_posterior: bool = False,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.method = method
+        self.sample_posterior = sample_posterior
 
     def fit(self, X: Any, y: Any = None) -> "FEATImputer":
         """Store the table whose rows serve as context."""
@@ -64,6 +74,13 @@ class FEATImputer(TransformerMixin, FEATBase):
 
     def transform(self, X: Any) -> Any:
         """X with every NaN cell filled, in X's dtypes and categories (DataFrame in, DataFrame out)."""
+        return self.transform_with_confidence(X)[0]
+
+    def transform_with_confidence(self, X: Any) -> tuple[Any, pd.DataFrame]:
+        """`transform(X)`, and beside it how sure FEAT is of each cell it filled under "chained": the predicted
+        probability of the category filled in, or for a number the typical error (root mean square) on the
+        held-out known cells, in the column's units (with `sample_posterior` only); NaN elsewhere. A DataFrame
+        of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
         frame = self._query_frame(X, "X")
         xz = self.preprocessor_.transform(frame, "query")
@@ -71,26 +88,29 @@ class FEATImputer(TransformerMixin, FEATBase):
         if not same:                                                  # the table's own notes were given at fit
             self.preprocessor_.warn_unreadable(frame, xz, "X")
         chained = self._chained_columns(frame) if self.method == "chained" else []
+        confidence = pd.DataFrame(np.nan, index=frame.index, columns=frame.columns)
         z = np.zeros(xz.shape)
         if any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained):
             table = xz if same else np.vstack([self.context_, xz])
             z = self._reconstruct(table)[len(table) - len(xz):]
         if chained:
-            self._fill_chained(z, frame, chained, frame if same else pd.concat([self.frame_, frame], ignore_index=True))
+            self._fill_chained(z, confidence, frame, chained,
+                               frame if same else pd.concat([self.frame_, frame], ignore_index=True))
         out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
             warnings.warn(f"columns {left} were dropped ({', '.join(self.preprocessor_.dropped_[c] for c in left)}) "
                           "and keep their missing cells", FEATDataWarning, stacklevel=2)
-        return out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)
+        return (out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)), confidence
 
     def _chained_columns(self, frame: pd.DataFrame) -> list:
         """The incomplete numeric and categorical columns of frame (dates go to the imputation head)."""
         return [c for c in self.preprocessor_.plan_ if c.kind in ("numeric", "categorical") and frame[c.name].isna().any()]
 
-    def _fill_chained(self, z: np.ndarray, frame: pd.DataFrame, columns: list, table: pd.DataFrame) -> None:
-        """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells.
-        table: the context rows (the fitted rows and frame's, or frame alone)."""
+    def _fill_chained(self, z: np.ndarray, sure: pd.DataFrame, frame: pd.DataFrame, columns: list,
+                      table: pd.DataFrame) -> None:
+        """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells, and into
+        `sure` how sure FEAT is of each. table: the context rows (the fitted rows and frame's, or frame alone)."""
         pre = self.preprocessor_
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
@@ -98,7 +118,7 @@ class FEATImputer(TransformerMixin, FEATBase):
         # callbacks made here, in column order: a run's place in the stream must not depend on which worker starts first
         say = {c.name: steps.callback(f"column {c.name!r}") for c in columns}
 
-        def predicted(c) -> tuple[np.ndarray, Any]:
+        def predicted(c) -> tuple[np.ndarray, Any, np.ndarray]:
             # a numeric column is predicted as its numbers (read from text too, where it is text)
             target = pd.Series(c.encode(table[c.name])[:, 0], index=table.index) if c.kind == "numeric" else table[c.name]
             known = target.notna().to_numpy()
@@ -109,19 +129,32 @@ class FEATImputer(TransformerMixin, FEATBase):
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
                       progress=say[c.name], precision=self.precision)
+            rng = np.random.default_rng(None if self.random_state is None else [self.random_state, usable.index(c.name)])
             if not X.shape[1] or y.nunique() < 2:
-                return rows, np.repeat(y.mode().iloc[0], len(rows))
+                return rows, np.repeat(y.mode().iloc[0], len(rows)), np.full(len(rows), 1.0 if c.kind == "categorical" else 0.0)
             if c.kind == "categorical":
-                return rows, _predict_levels(FEATClassifier(multiclass="head", **kw), X, y, query)
-            return rows, FEATRegressor(**kw).fit(X, y).predict(query)
+                proba, levels, likely = _level_probabilities(FEATClassifier(multiclass="head", **kw), X, y, query)
+                pick = _draws(proba, rng) if self.sample_posterior else likely
+                return rows, levels[pick], proba[np.arange(len(rows)), pick]
+            if not self.sample_posterior:
+                return rows, FEATRegressor(**kw).fit(X, y).predict(query), np.full(len(rows), np.nan)
+            held = rng.choice(len(y), min(HELD_NUMBERS, len(y) // HELD_SHARE), replace=False)
+            rest = np.setdiff1d(np.arange(len(y)), held)
+            both = FEATRegressor(**kw).fit(X.iloc[rest], y.iloc[rest]).predict(pd.concat([query, X.iloc[held]]))
+            errors = y.to_numpy(np.float64)[held] - both[len(rows):]
+            if not len(errors):              # too few known cells to hold any out: the prediction itself
+                return rows, both[:len(rows)], np.full(len(rows), np.nan)
+            spread = float(np.sqrt(np.mean(errors ** 2)))
+            return rows, both[:len(rows)] + rng.choice(errors, len(rows)), np.full(len(rows), spread)
 
         with warnings.catch_warnings():         # on this thread, so the filter holds for the workers' whole runs
             warnings.simplefilter("ignore", FEATDataWarning)          # the table's own notes were given at fit
             preds = map_runs(predicted, columns, self.device, steps.flush)     # the columns on all cores
-        for c, (rows, pred) in zip(columns, preds):
+        for c, (rows, pred, confidence) in zip(columns, preds):
             j = offset[c.name]
             raw = c.categories.get_indexer(pd.Index(pred)) if c.kind == "categorical" else np.asarray(pred, np.float64)
             z[rows, j] = (raw - pre.mean_[j]) / pre.std_[j]
+            sure.iloc[rows, sure.columns.get_loc(c.name)] = confidence
 
     def _reconstruct(self, table: np.ndarray) -> np.ndarray:
         """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it)."""
@@ -144,15 +177,29 @@ class FEATImputer(TransformerMixin, FEATBase):
         return total / count
 
 
-def _predict_levels(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series, query: pd.DataFrame) -> np.ndarray:
-    """A categorical column's levels for the query rows in one run per member, from the classification
-    head: when the column has more levels than the head reads, the most frequent head-size - 1 keep
-    their own class and the rest share one, which fills its cells with the most frequent of them."""
+def _level_probabilities(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series,
+                         query: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A categorical column's (M, L) level probabilities for the query rows, its L levels, and each row's most likely
+    level (an index into them), in one run per member from the classification head. When the column has more levels
+    than the head reads, the most frequent head-size - 1 keep their own class and the rest share one, whose
+    probability is split among them by their counts; where that class is the most likely, the row's most likely
+    level is the most frequent of the rest."""
     limit = clf._loaded_model().cfg.max_classes
     counts = y.value_counts()
     if len(counts) <= limit:
-        return clf.fit(X, y).predict(query)
+        proba = clf.fit(X, y).predict_proba(query)
+        return proba, np.asarray(clf.classes_, dtype=object), np.argmax(proba, axis=1)
     top = counts.index[:limit - 1]
     codes = pd.Series(top.get_indexer(y), index=y.index)        # -1: one of the rarer levels
-    pred = clf.fit(X, codes).predict(query)
-    return np.where(pred >= 0, np.asarray(top, dtype=object)[np.maximum(pred, 0)], counts.index[limit - 1])
+    head = clf.fit(X, codes).predict_proba(query)               # columns: -1, then the top levels' codes
+    share = (counts.iloc[limit - 1:] / counts.iloc[limit - 1:].sum()).to_numpy()
+    proba = np.column_stack([head[:, 1:], head[:, :1] * share])
+    likely = np.argmax(head, axis=1) - 1
+    return proba, np.asarray(counts.index, dtype=object), np.where(likely >= 0, likely, limit - 1)
+
+
+def _draws(proba: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One level index per row, drawn from that row's probabilities."""
+    cum = np.cumsum(proba, axis=1)
+    u = rng.random(len(proba)) * cum[:, -1]
+    return np.minimum((cum < u[:, None]).sum(axis=1), proba.shape[1] - 1)

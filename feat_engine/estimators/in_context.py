@@ -19,7 +19,7 @@ from ..progress import Progress, StepCounter
 from ..reading.blend import Blend, choose_blend, held_out_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
-from ..reading.members import Member, plan_members
+from ..reading.members import MEMBER_TOL, Member, MemberChoice, plan_members, prediction_change
 from ..reading.quantile_transform import reads_quantiles
 from ..reading.relevance import relevance
 from ..reading.run_inputs import RunInputs, fit_run_inputs
@@ -28,6 +28,9 @@ from . import runner
 from .base import FEATBase
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
+KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
+                f"rows member by member and keeps the members up to the first that changes their predictions by "
+                f"less than {MEMBER_TOL:g} (`member_choice_`). ")
 
 
 class RunMatrices(NamedTuple):
@@ -42,7 +45,7 @@ class RunMatrices(NamedTuple):
 
 class InContextBase(FEATBase, ABC):
     """Classifier and regressor: a labelled context read by members, in local parts on long contexts.
-    Subclasses provide `_outputs`, `_combine` and `_row_loss`."""
+    Subclasses provide `_member_output`, `_combine` and `_row_loss`."""
 
     def __init__(
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
@@ -58,11 +61,10 @@ class InContextBase(FEATBase, ABC):
     # ----------------------------------------------------------------------------------- what subclasses provide
 
     @abstractmethod
-    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None,
-                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it; the
-        runs report to `steps` (None: a stream of their own)."""
+    def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
+                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+        """Member m's engine output for the query rows xq (routed by `route`) and the stacked model's prediction
+        beside it; its runs report to `steps`."""
 
     @abstractmethod
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
@@ -100,9 +102,14 @@ class InContextBase(FEATBase, ABC):
         blend_runs = 0 if held is None else (runner.count_runs(self.members_, routes, self.device)
                                              * len(self._ovr_classes()))
         steps = StepCounter(self.progress, self._n_fits() + blend_runs)     # one stream over the fits and the blend
-        self.run_inputs_ = self._fit_all_run_inputs(detail, classification, steps)
         self._states = StateCache()
-        self.blend_ = None if held is None else self._choose_blend(held, detail[held], routes, steps)
+        self.member_choice_, self.blend_ = None, None
+        if held is None:
+            shared: dict[tuple, RunInputs] = {}
+            self.run_inputs_ = [self._fit_member_inputs(m, alone, detail, classification, steps, shared)
+                                for m, alone in zip(self.members_, self._fits_alone())]
+        else:
+            self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
         self.reading_ = self._describe_reading()
 
     def _checked_local_context(self) -> int | str | None:
@@ -139,11 +146,33 @@ class InContextBase(FEATBase, ABC):
             m.local.parts = keep[m.local.parts]
         return True
 
-    def _choose_blend(self, held: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
-                      steps: StepCounter) -> Blend | None:
-        """The blend's weight, chosen on the context rows `held` out of the parts (with their `detail` and the
-        members' `routes` of them), read as queries; None where no run has a stacked model."""
-        outputs = self._outputs(self.context_[held], detail, routes, held, steps)
+    def _choose_members_and_blend(self, held: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                                  classification: bool, steps: StepCounter) -> Blend | None:
+        """Read the context rows `held` out of the parts as queries (`detail`: every context row's; `routes`: each
+        member's routing of the held rows), member by member, each member's target statistics and stacked models
+        fitted when it is reached. Stop after the first member that changes the blended predictions of the held
+        rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read. Returns the blend's weight,
+        chosen on them; None where no run has a stacked model. Only context rows are read, so the number of members
+        never depends on the query rows."""
+        xq, own = self.context_[held], detail[held]
+        alone, shared = self._fits_alone(), {}
+        self.run_inputs_, outputs, changes = [], [], []
+        for m, route in zip(self.members_, routes):
+            self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared))
+            outputs.append(self._member_output(m, route, xq, own, held, steps))
+            blend = self._choose_blend(outputs, held)
+            if len(outputs) > 1:
+                w = 0.0 if blend is None else blend.weight
+                changes.append(prediction_change(self._combine(outputs[:-1], w), self._combine(outputs, w)))
+                if changes[-1] < MEMBER_TOL:
+                    break
+        self.member_choice_ = MemberChoice(len(outputs), len(self.members_), changes, len(held))
+        self.members_ = self.members_[:len(outputs)]
+        return blend
+
+    def _choose_blend(self, outputs: list[tuple[np.ndarray, np.ndarray]], held: np.ndarray) -> Blend | None:
+        """The blend's weight for the members' `outputs` on the `held` rows; None where no run has a stacked
+        model."""
         if all(np.isnan(s).all() for _, s in outputs):
             return None
         return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
@@ -174,36 +203,29 @@ class InContextBase(FEATBase, ABC):
         return [len(m.rows) < n or n > STOP_ROWS for m in self.members_]
 
     def _n_fits(self) -> int:
-        """The fits `_fit_all_run_inputs` makes."""
+        """The fits `_fit_member_inputs` makes for every member."""
         alone, classes = self._fits_alone(), self._ovr_classes()
         shared = {(cls, self._power(m)) for m, a in zip(self.members_, alone) if not a for cls in classes}
         return sum(alone) * len(classes) + len(shared)
 
-    def _fit_all_run_inputs(self, detail: UnclippedRows, classification: bool,
-                            steps: StepCounter) -> list[dict[int | None, RunInputs]]:
-        """Each member's target statistics and stacked model for every labelling (`run_inputs.py`), with the
-        `detail` of the context rows. Members that read every row of a context of at most `STOP_ROWS` rows share
-        one fit per labelling and power scale, reordered to their rows; others keep their own fits
-        (docs/design.md, "Fitted once")."""
-        n = len(self.context_)
-        classes = self._ovr_classes()
-        shared: dict[tuple, RunInputs] = {}
-        inputs = []
-        for m, a in zip(self.members_, self._fits_alone()):
-            power, mine = self._power(m), {}
-            if a:
-                own = detail[m.rows]
-                inputs.append({cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification,
-                                                         steps, f"member {m.index + 1}/{len(self.members_)}")
-                               for cls in classes})
-                continue
-            for cls in classes:
-                if (cls, power) not in shared:
-                    shared[cls, power] = self._fit_run_inputs(np.arange(n), m.features, m.seed, power, cls, detail,
-                                                              classification, steps, "all members")
-                mine[cls] = shared[cls, power].reordered(m.rows, m.features)
-            inputs.append(mine)
-        return inputs
+    def _fit_member_inputs(self, m: Member, alone: bool, detail: UnclippedRows, classification: bool,
+                           steps: StepCounter, shared: dict[tuple, RunInputs]) -> dict[int | None, RunInputs]:
+        """Member m's target statistics and stacked model for every labelling (`run_inputs.py`), with the `detail`
+        of the context rows. A member that reads every row of a context of at most `STOP_ROWS` rows (not `alone`)
+        takes the fit per labelling and power scale in `shared`, made by the first member that needs it and
+        reordered to its rows; others fit their own (docs/design.md, "Fitted once")."""
+        power, name = self._power(m), f"member {m.index + 1}/{len(self.members_)}"
+        if alone:
+            own = detail[m.rows]
+            return {cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification, steps, name)
+                    for cls in self._ovr_classes()}
+        mine = {}
+        for cls in self._ovr_classes():
+            if (cls, power) not in shared:
+                shared[cls, power] = self._fit_run_inputs(np.arange(len(self.context_)), m.features, m.seed, power,
+                                                          cls, detail, classification, steps, "all members")
+            mine[cls] = shared[cls, power].reordered(m.rows, m.features)
+        return mine
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
                         cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,
@@ -277,11 +299,20 @@ class InContextBase(FEATBase, ABC):
                      f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
         if self.reading_choice_ is not None:
             parts.append(f"that reading {self.reading_choice_.describe()}")
+        if self.member_choice_ is not None:
+            parts.append(self.member_choice_.describe())
         if self.blend_ is not None:
             parts.append(self.blend_.describe())
         return "; ".join(parts) + "."
 
     # ----------------------------------------------------------------------------------- predict
+
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows,
+                 routes: list[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
+        steps = StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device)
+                            * len(self._ovr_classes()))
+        return [self._member_output(m, route, xq, detail, None, steps) for m, route in zip(self.members_, routes)]
 
     def _query_rows(self, X: Any) -> tuple[np.ndarray, UnclippedRows, list[np.ndarray | None]]:
         """Standardised query rows, their detail, and each member's routing of them."""

@@ -14,16 +14,19 @@ from ..reading.quantile_transform import reads_quantiles
 from ..targets import TargetScaler, as_target, target_rows
 from . import runner
 from .base import documented
-from .in_context import InContextBase
+from .in_context import KEPT_MEMBERS, InContextBase
 
 
 @documented(
     "Zero-shot regressor: `fit` stores the context, `predict` reads it with the pretrained model; targets are "
     "standardised with the context's statistics and mapped back.",
-    {"n_estimators": ("int, default 4", "Ensemble members, each with its own row order, feature order (or subset) "
+    {"n_estimators": ("int, default 4",
+                      KEPT_MEMBERS + "Each member has its own row order, feature order (or subset) "
                       "and column-identity draw; the 2nd, 4th, ... read numeric columns through their context "
                       "quantiles and the target on a power scale.")},
-    {"reading_": ("str", "One sentence on how the members read the fitted table.")},
+    {"reading_": ("str", "One sentence on how the members read the fitted table."),
+     "member_choice_": ("MemberChoice or None", "How many members `fit` kept, and the change each made to the "
+                        "held-out predictions; None where no rows are held out.")},
 )
 class FEATRegressor(RegressorMixin, InContextBase):
     def fit(self, X: Any, y: Any) -> "FEATRegressor":
@@ -39,20 +42,13 @@ class FEATRegressor(RegressorMixin, InContextBase):
         z = self._combine(self._outputs(*self._query_rows(X)), self._weight())     # checks it is fitted first
         return self.scaler_.inverse_transform(z)
 
-    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
-                 held: np.ndarray | None = None,
-                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its (M,) predictions of the standardised target and its stacked model's beside them."""
-        model, settings = self._loaded_model(), self._engine_settings()
-        steps = steps or StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device))
-        outputs = []
-        for m, route in zip(self.members_, routes):
-            mats = self._run_matrices(m, None, xq, detail, held)
-            name = f"member {m.index + 1}/{len(self.members_)}"
-            run = runner.MemberRun(model, m, 0, reads_quantiles(m), settings, name)
-            pred = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
-            outputs.append((pred, mats.stacked))
-        return outputs
+    def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
+                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+        """(M,) predictions of the standardised target and the stacked model's beside them."""
+        mats = self._run_matrices(m, None, xq, detail, held)
+        run = runner.MemberRun(self._loaded_model(), m, 0, reads_quantiles(m), self._engine_settings(),
+                               f"member {m.index + 1}/{len(self.members_)}")
+        return runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps), mats.stacked
 
     def _power(self, m: Member) -> tuple[float, float] | None:
         """The members that read the quantile transform read the target on its power scale (`power_target.py`)."""

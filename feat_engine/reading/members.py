@@ -83,3 +83,32 @@ def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator)
     return np.concatenate([top, rng.choice(rest, width - n_top, replace=False, p=p / p.sum())])
 
 
+
+
+MEMBER_TOL = 0.005  # a member that moves the held-out predictions less than this is the last one read
+
+
+def prediction_change(before: np.ndarray, after: np.ndarray) -> float:
+    """The mean change per row between two predictions of the same rows: half the summed absolute change of the
+    class probabilities (k columns; for two classes, that of p(class 1)), or the absolute change of a standardised
+    target (one column)."""
+    diff = np.abs(np.asarray(after, np.float64) - np.asarray(before, np.float64)).reshape(len(before), -1)
+    return float(diff.sum(axis=1).mean() * (0.5 if diff.shape[1] > 1 else 1.0))
+
+
+@dataclass
+class MemberChoice:
+    """How many members `fit` kept: it reads held-out context rows member by member and stops when a member
+    changes the ensemble's predictions of them by less than MEMBER_TOL (`prediction_change`)."""
+
+    kept: int
+    planned: int
+    changes: list[float]    # the change each member from the 2nd made, in order
+    rows: int               # held-out context rows read
+
+    def describe(self) -> str:
+        """One phrase for the estimator's reading sentence."""
+        moves = ", ".join(f"{c:.4f}" for c in self.changes)
+        return (f"{self.kept} of {self.planned} members kept: each member from the 2nd changed the predictions of "
+                f"{self.rows:,} held-out context rows by {moves} on average (a member under {MEMBER_TOL:g} is the "
+                f"last)")

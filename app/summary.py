@@ -1,0 +1,64 @@
+"""The Data view's per-column summaries: a small distribution (histogram or top levels) and one line of
+statistics in an analyst's words, read from the values as they are (no Streamlit, no model)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from app.metrics import card_text
+from feat_engine.preprocess import date_format, numbers_in_text, read_dates
+
+BINS = 20       # histogram bars of a number or date column
+TOP = 10        # level bars of any other column
+
+
+def distribution(s: pd.Series, kind: str) -> list[int]:
+    """Bar heights of the column's distribution: a BINS-bar histogram of a numeric column's values (dates by their
+    time), else the counts of its TOP most frequent values, largest first."""
+    values = _quantities(s, kind)
+    if values is not None:
+        x = _seconds(values) if pd.api.types.is_datetime64_any_dtype(values) else values.to_numpy(dtype=float)
+        if x.min() < x.max():
+            return np.histogram(x, bins=BINS)[0].astype(int).tolist()
+    return s.dropna().astype(str).value_counts().head(TOP).astype(int).tolist()
+
+
+def describe(s: pd.Series, kind: str) -> str:
+    """One line: the range and median of a numeric column (dates: their range), else its most frequent values with
+    their shares of the filled cells."""
+    nn = s.dropna()
+    if nn.empty:
+        return "every cell is empty"
+    values = _quantities(s, kind)
+    if values is not None and pd.api.types.is_datetime64_any_dtype(values):
+        return f"from {values.min()} to {values.max()}"
+    if values is not None:
+        x = values.to_numpy(dtype=float)
+        return (f"min {card_text(float(np.min(x)))} · median {card_text(float(np.median(x)))} · "
+                f"max {card_text(float(np.max(x)))}")
+    shares = nn.astype(str).value_counts(normalize=True).head(3)
+    more = nn.nunique() - len(shares)
+    return ", ".join(f"{v[:24]} {p:.0%}" for v, p in shares.items()) + (f" (+{more:,} more)" if more > 0 else "")
+
+
+def _quantities(s: pd.Series, kind: str) -> pd.Series | None:
+    """A numeric column's observed values as numbers or dates (text read as the engine reads it: numbers, or dates
+    written one way); None for other columns, booleans, or where nothing reads."""
+    if kind != "numeric" or pd.api.types.is_bool_dtype(s):
+        return None
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_datetime64_any_dtype(s):
+        values = s
+    else:
+        values = numbers_in_text(s)
+        if values is None:
+            fmt = date_format(s)
+            values = None if fmt is None else read_dates(s, fmt)
+    values = None if values is None else values.dropna()
+    if values is not None and pd.api.types.is_numeric_dtype(values):
+        values = values[np.isfinite(values.to_numpy(dtype=float))]
+    return values if values is not None and len(values) else None
+
+
+def _seconds(dates: pd.Series) -> np.ndarray:
+    """Dates as seconds after the first."""
+    return (dates - dates.min()).dt.total_seconds().to_numpy(dtype=float)
