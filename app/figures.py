@@ -281,7 +281,7 @@ def attribution_ranking(attr: pd.DataFrame, unit: str) -> go.Figure:
                            hovertemplate="%{y}<br>mean change %{x:.3g}<extra></extra>"))
     fig.update_layout(title=f"Which columns move the predictions most ({len(attr):,} rows)",
                       height=max(320, 22 * len(mean) + 120), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis_title=f"mean change of the prediction when the column is hidden ({unit})")
+                      xaxis_title=f"mean change when hidden ({unit})")
     fig.update_yaxes(type="category")
     return fig
 
@@ -294,7 +294,7 @@ def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str) 
     fig = go.Figure(go.Bar(x=v, y=labels, orientation="h", marker_color=np.where(v >= 0, "#2a9d8f", "#e76f51"),
                            hovertemplate="%{y}<br>%{x:+.3g}<extra></extra>"))
     fig.update_layout(title=title, height=max(320, 22 * len(v) + 120), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis_title=f"how much the cell moved the prediction ({unit}; hiding it would undo this)")
+                      xaxis_title=f"change the cell made ({unit})")
     fig.update_yaxes(type="category")
     return fig
 

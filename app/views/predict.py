@@ -200,7 +200,7 @@ st.caption("FEAT prices each column by hiding it and reading the row again: the 
            "that cell contributed to it. The ranking averages the size of the changes over the rows; one row's "
            "chart shows the direction too. " + (f"It reads {EXPLAIN_ROWS} of the predicted rows at most."
                                                  if len(res["test_index"]) > EXPLAIN_ROWS else ""))
-unit = "probability of the predicted class" if task_r == "classification" else f"units of {tgt}"
+unit = "probability of the predicted class" if task_r == "classification" else str(tgt)
 if st.button("Price each column", key="pred_explain"):
     est = state.kept_fit(res["fit_key"])
     if est is None:
