@@ -111,6 +111,7 @@ def target_relation(a: pd.DataFrame, target) -> pd.Series:
 # GRAPH_RANGE]; at the default 640 px height the y axis draws about 245 px a unit, so 0.15 is about
 # 37 px, more than the star's and a node's radii together (12 + 8 px) and room for a label above each.
 NODE_GAP = 0.15
+ISOLATED_BAND = 0.3   # height of the square each row of nodes without an edge takes, at its bottom
 GRAPH_RANGE = 1.2
 
 
@@ -129,15 +130,39 @@ def min_distance(pos: dict) -> float:
 
 
 def graph_layout(g: nx.Graph, seed: int = 0, gap: float = NODE_GAP, rounds: int = 500) -> dict:
-    """Node positions in [-1, 1]²: networkx's spring layout (edge weights pull), rescaled to the
-    square, then every two nodes closer than `gap` pushed apart inside the square until none
-    are. With too many nodes for that gap in the square, the gap shrinks to what it holds."""
+    """Node positions in [-1, 1]²: networkx's spring layout (edge weights pull), rescaled to the square. Where the
+    graph falls apart (columns without an edge, or groups linked only among themselves), each group gets a cell of
+    its own, laid out and rescaled within it, and the columns without an edge stand in rows along the bottom
+    (ISOLATED_BAND): a spring layout of the whole would throw them to the rim and squeeze the groups into the
+    middle. Then every two nodes closer than `gap` are pushed apart inside the square until none are. With too many
+    nodes for that gap in the square, the gap shrinks to what it holds."""
     nodes = list(g)
     if len(nodes) < 2:
         return {n: np.zeros(2) for n in nodes}
-    pos = nx.spring_layout(g.to_undirected(), seed=seed, weight="weight")
-    p = nx.rescale_layout(np.array([pos[n] for n in nodes], dtype=float))
     gap = min(gap, 1.5 / np.sqrt(len(nodes)))
+    u = g.to_undirected()
+    alone = [n for n in nodes if u.degree(n) == 0]
+    groups = sorted((sorted(c, key=nodes.index) for c in nx.connected_components(u.subgraph(
+        [n for n in nodes if u.degree(n) > 0]))), key=len, reverse=True)
+    if len(groups) + bool(alone) <= 1:
+        pos = nx.spring_layout(u, seed=seed, weight="weight")
+        p = nx.rescale_layout(np.array([pos[n] for n in nodes], dtype=float))
+    else:
+        per_row = max(1, int(2.0 / gap) - 1)
+        n_rows = -(-len(alone) // per_row)
+        band = min(1.0, ISOLATED_BAND * n_rows) if groups else 2.0      # the bottom of the square the rows take
+        cols = int(np.ceil(np.sqrt(len(groups))))
+        height = (2.0 - band) / max(1, -(-len(groups) // cols))
+        at = []
+        for i, group in enumerate(groups):               # cell i of a grid over the square above the rows
+            pos = nx.spring_layout(u.subgraph(group), seed=seed, weight="weight")
+            cell = nx.rescale_layout(np.array([pos[n] for n in group], dtype=float))
+            centre = np.array([-1.0 + (i % cols + 0.5) * 2.0 / cols, 1.0 - (i // cols + 0.5) * height])
+            at.append(centre + 0.4 * cell * np.array([2.0 / cols, height]))
+        rows = [alone[r * per_row:(r + 1) * per_row] for r in range(n_rows)]
+        at += [np.array([(x, -1.0 + (r + 0.5) * band / n_rows) for x in np.linspace(-1.0, 1.0, len(row) + 2)[1:-1]])
+               for r, row in enumerate(rows)]
+        nodes, p = [n for grp in groups for n in grp] + alone, np.vstack(at)
     order = np.arange(len(nodes))
     tie = np.sign(order[:, None] - order[None, :])[..., None] * np.array([1.0, 0.0])  # coincident: apart along x
     for _ in range(rounds):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from . import engine
+from . import downloads, engine
 from . import io as aio
 
 DS = "dataset"          # dict: name, df, digest, target, source, notes
@@ -259,6 +259,13 @@ def said_cancelled(where: str) -> None:
     """On the run a Cancel click started: a note that the run stopped and nothing was lost."""
     if st.session_state.get(f"cancel:{where}"):
         st.info("The run was cancelled. The table and the earlier results are as they were.", icon=":material/cancel:")
+
+
+def report_button(title: str, parts: list[tuple[str, object]], filename: str, key: str) -> None:
+    """A download button for one run's report (`downloads.report_html`): its settings, scores, figures and table."""
+    st.download_button("Download a report of this run (HTML)", downloads.report_html(title, parts), filename,
+                       "text/html", key=key, help="One page with the settings, the results, the figures "
+                                                  "(interactive) and the table; it opens in any browser, offline.")
 
 
 def show_error(e: Exception) -> None:

@@ -84,9 +84,20 @@ def long_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarr
     return pd.DataFrame(x), y, "regression"
 
 
+def many_classes(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Classification: 8 classes, each three Gaussian clusters in 6 features, and 2 noise features: classes live in
+    regions of the feature space, as digits or textures do, so a local part holds some of the classes only."""
+    k, per = 8, 3
+    centres = rng.normal(scale=2.0, size=(k * per, 6))
+    cluster = rng.integers(k * per, size=n)
+    x = np.hstack([centres[cluster] + rng.normal(size=(n, 6)), rng.normal(size=(n, 2))])
+    return pd.DataFrame(x, columns=[f"x{j}" for j in range(8)]), cluster % k, "classification"
+
+
 PROBES = {"many-level nominal": (many_levels, [2000]), "wide (60 features)": (wide, [2000]),
           "dense linear": (dense_linear, [1024]), "heavy tails": (heavy_tails, [2000]),
-          "skewed target": (skewed_target, [2000]), "long table": (long_table, [2048, 32768])}
+          "skewed target": (skewed_target, [2000]), "long table": (long_table, [2048, 32768]),
+          "many classes": (many_classes, [8192])}
 
 
 def as_codes(X: pd.DataFrame) -> pd.DataFrame:
@@ -101,7 +112,7 @@ def run_probe(name: str, n_ctx: int, seed: int, args) -> dict:
     make, _ = PROBES[name]
     X, y, task = make(n_ctx + N_TEST, np.random.default_rng(seed))
     Xc, Xq, yc, yq = X.iloc[:n_ctx], X.iloc[n_ctx:].reset_index(drop=True), y[:n_ctx], y[n_ctx:]
-    k = 2 if task == "classification" else 0
+    k = int(y.max()) + 1 if task == "classification" else 0
     methods = ["feat", "feat-global", "feat-auto"] + (["feat-codes"] if C.column_kinds(X)[1] else []) + ["linear", "lightgbm"]
     methods = [m for m in methods if args.methods is None or m in args.methods.split(",")]
     rec = {"probe": name, "task": task, "n_context": n_ctx, "seed": seed, "methods": {}}

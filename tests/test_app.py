@@ -387,7 +387,8 @@ def test_impute_fills_every_missing_cell_and_highlights():
     pd.testing.assert_frame_equal(filled.where(obs), df.where(obs), check_dtype=False)   # observed cells unchanged
     assert not filled.isna().any(axis=None)
     labels = [d.label for d in at.get("download_button")]
-    assert {"Download filled table (CSV)", "Download filled table (Parquet)"} <= set(labels)
+    assert {"Download filled table (CSV)", "Download filled table (Parquet)",
+            "Download a report of this run (HTML)"} <= set(labels)
     sure = at.dataframe[1].value                                        # one row per filled cell
     assert len(sure) == n_nan and (sure["how sure"] == "").all()         # numbers: no spread without draws
     at.radio(key="imp_draw").set_value(True)
@@ -420,6 +421,7 @@ def test_masking_demo_scores_feat_and_baselines():
     assert len(bars) == 2 and len(bars[0]["data"]) == 4               # NRMSE and accuracy, a bar per method
     for f in res["filled"].values():
         assert not f.isna().any(axis=None)
+    assert "Download a report of this run (HTML)" in [d.label for d in at.get("download_button")]
 
 
 def _graph(at: AppTest) -> dict:
@@ -506,7 +508,8 @@ def test_relations_heatmaps_graph_and_parts():
     assert len(arrows(_graph(at))) == 3
     labels = [d.label for d in at.get("download_button")]
     assert labels == ["FEAT attention (CSV)", "FEAT dependence (CSV)", "FEAT edges (CSV)", "Mutual information (CSV)",
-                      "Pearson (CSV)", "Spearman (CSV)", "All 6, long format (CSV)"]
+                      "Pearson (CSV)", "Spearman (CSV)", "All 6, long format (CSV)",
+                      "Download a report of this run (HTML)"]
 
 
 def test_excel_and_parquet_uploads_render():

@@ -331,6 +331,20 @@ def test_graph_layout_spreads_what_the_spring_layout_packs(g):
     assert figures.min_distance({"a": (0.0, 0.0), "b": (0.3, 0.4)}) == pytest.approx(0.5)
 
 
+def test_graph_layout_gives_linked_groups_room_and_rows_to_columns_without_an_edge():
+    """With most columns unlinked, the spring layout of the whole throws them to the rim and packs the linked ones
+    into the middle (edges of 0.15-0.2 here); each linked group now has a cell of its own above rows of the
+    unlinked ones."""
+    g = nx.Graph()
+    g.add_nodes_from(range(30))
+    g.add_edges_from([(0, 1), (1, 2), (2, 3), (3, 0), (4, 5)])
+    pos = figures.graph_layout(g)
+    linked, alone = np.array([pos[n] for n in range(6)]), np.array([pos[n] for n in range(6, 30)])
+    assert min(np.linalg.norm(pos[a] - pos[b]) for a, b in g.edges) > 0.4     # room for labels and arrows
+    assert alone[:, 1].max() < linked[:, 1].min()                               # beneath them, in rows
+    assert figures.min_distance(pos) >= figures.NODE_GAP and np.abs(np.vstack([linked, alone])).max() <= 1.0
+
+
 def test_target_bars_and_relation():
     a = _block_matrix()
     rel = figures.target_relation(a, "a1")

@@ -539,7 +539,8 @@ def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
 
 
 def test_view_fits_read_at_most_fit_rows(monkeypatch):
-    """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value."""
+    """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value.
+    A candidate that is not chosen is never fitted on the whole context."""
     from sklearn.linear_model import Ridge
 
     import feat_engine.reading.stacked_model as lv
@@ -551,7 +552,8 @@ def test_view_fits_read_at_most_fit_rows(monkeypatch):
     rng = np.random.default_rng(2)
     x = rng.normal(size=(100, 2))
     c, q = _view(x, x[:, 0], x[:4], classification=False, seed=0)
-    assert seen == [30] * 2 * (lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()   # splines, then lines
+    # splines' and lines' folds, then the whole-context fit of the one chosen alone
+    assert seen == [30] * (2 * lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
 
 

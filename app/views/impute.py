@@ -52,7 +52,11 @@ if go:
     else:
         state.store_result("impute", {"filled": out.value["filled"], "confidence": out.value["confidence"],
                                       "drawn": bool(draw), "seconds": out.seconds, "warnings": out.warnings,
-                                      "mask": miss, "types": dict(state.types())})
+                                      "mask": miss, "types": dict(state.types()),
+                                      "settings": [f"FEAT members per column: {int(n_est)}", f"seed: {int(seed)}",
+                                                   f"max context rows: {int(max_ctx) or 'no cap'}",
+                                                   "filled with " + ("draws from what FEAT predicts" if draw
+                                                                     else "the most likely values")]})
 
 res = state.shown_result("impute")
 filled, mask = res["filled"], res["mask"]
@@ -89,3 +93,9 @@ try:
                        "application/octet-stream", key="dl_imp_parquet")
 except aio.TableError as e:
     d2.caption(str(e))
+state.report_button(f"FEAT imputation of {ds['name']}",
+                    [("The run", [f"{int(mask.to_numpy().sum()) - left:,} empty cells filled, {left:,} still empty, "
+                                  f"in {len(filled):,} rows x {filled.shape[1]} columns",
+                                  *res.get("settings", []), f"time: {state.seconds_text(res['seconds'])}"]),
+                     ("How sure FEAT is of each filled cell", sure), ("The filled table", full)],
+                    f"{stem}_imputation_report.html", "dl_imp_report")

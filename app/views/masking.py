@@ -82,7 +82,9 @@ if go:
                             for m, f in filled.items()], ignore_index=True)
         state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
-                                       "mix": mix_name})
+                                       "mix": mix_name, "settings": [f"seed: {int(seed)}",
+                                                                     f"FEAT members per column: {int(n_est)}",
+                                                                     f"rows used: {len(truth):,}"]})
 
 res = state.shown_result("masking")
 scores: pd.DataFrame = res["scores"]
@@ -98,11 +100,17 @@ c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help
 c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
 st.markdown("#### Overall (mean over columns)")
 st.dataframe(overall.style.format(metrics.card_text), width="stretch")
+heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
+report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"])]),
+          ("Overall (mean over columns)", overall.reset_index())]
 for metric in ("NRMSE", "accuracy"):
     if (scores["metric"] == metric).any():
-        st.plotly_chart(figures.imputation_bars(scores, metric), width="stretch", key=f"imp_bars_{metric}")
+        bars = figures.imputation_bars(scores, metric)
+        st.plotly_chart(bars, width="stretch", key=f"imp_bars_{metric}")
+        report.append((metric, bars))
+wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
+report.append(("Per-column scores", wide.reset_index()))
 with st.expander("Per-column scores"):
-    wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
     st.dataframe(wide.style.format(metrics.card_text), width="stretch")
     st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
                        "text/csv", key="dl_mask_scores")
@@ -120,3 +128,4 @@ st.caption(f"After: filled by {method}, filled cells highlighted")
 st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx]), width="stretch")
 st.plotly_chart(figures.missingness_matrix(masked, n_rows=200, seed=0).update_layout(title="The mask (dark = hidden)"),
                 width="stretch", key="mask_matrix")
+state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")

@@ -237,11 +237,7 @@ d1, d2 = st.columns(2)
 d1.download_button("Download predictions (CSV)", downloads.csv_bytes(pred_df), f"feat_predictions_{tgt}.csv",
                    "text/csv", key="dl_pred_csv")
 report.append(("Predictions", pred_df))
-st.download_button("Download a report of this run (HTML)",
-                   downloads.report_html(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report),
-                   f"feat_report_{tgt}.html", "text/html", key="dl_pred_report",
-                   help="One page with the settings, what FEAT did, the scores, the figures (interactive) and the "
-                        "predictions; it opens in any browser, offline.")
+state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html", "dl_pred_report")
 try:
     d2.download_button("Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
                        f"feat_predictions_{tgt}.parquet", "application/octet-stream", key="dl_pred_parquet")

@@ -54,26 +54,29 @@ if go:
         mats = out.value
         order = figures.cluster_order(mats["FEAT attention"])
         state.store_result("relations", {"mats": mats, "order": order, "target": tgt, "seconds": out.seconds,
-                                         "warnings": out.warnings, "n_rows": len(sub)})
+                                         "warnings": out.warnings, "n_rows": len(sub),
+                                         "settings": [f"seed: {int(seed)}", f"FEAT ensemble members: {int(n_est)}"]})
 
 res = state.shown_result("relations")
 mats, order, tgt = res["mats"], res["order"], res["target"]
 part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
                                      "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on i).")
-rows = [st.columns(2) for _ in range(3)]
-for col, name, key in ((rows[0][0], "FEAT dependence", "hm_dependence"), (rows[1][0], "FEAT attention", "hm_feat")):
-    col.plotly_chart(figures.heatmap(figures.asymmetric_part(mats[name], part), order,
-                                     f"{FEAT_MATS[name]}, {figures.PARTS[part]}", diverging=part == "A-AT",
-                                     blank_diagonal=True), width="stretch", key=key)
-rows[0][1].plotly_chart(figures.heatmap(mats["FEAT edges"], order, FEAT_MATS["FEAT edges"], blank_diagonal=True),
-                        width="stretch", key="hm_edges")
-rows[1][1].plotly_chart(figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)",
-                                        blank_diagonal=True), width="stretch", key="hm_mi")
-rows[2][0].plotly_chart(figures.heatmap(mats["Pearson"], order, "Pearson correlation r", diverging=True),
-                        width="stretch", key="hm_pearson")
-rows[2][1].plotly_chart(figures.heatmap(mats["Spearman"], order, "Spearman rank correlation ρ", diverging=True),
-                        width="stretch", key="hm_spearman")
+maps = {"hm_dependence": figures.heatmap(figures.asymmetric_part(mats["FEAT dependence"], part), order,
+                                         f"{FEAT_MATS['FEAT dependence']}, {figures.PARTS[part]}",
+                                         diverging=part == "A-AT", blank_diagonal=True),
+        "hm_edges": figures.heatmap(mats["FEAT edges"], order, FEAT_MATS["FEAT edges"], blank_diagonal=True),
+        "hm_feat": figures.heatmap(figures.asymmetric_part(mats["FEAT attention"], part), order,
+                                   f"{FEAT_MATS['FEAT attention']}, {figures.PARTS[part]}", diverging=part == "A-AT",
+                                   blank_diagonal=True),
+        "hm_mi": figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)", blank_diagonal=True),
+        "hm_pearson": figures.heatmap(mats["Pearson"], order, "Pearson correlation r", diverging=True),
+        "hm_spearman": figures.heatmap(mats["Spearman"], order, "Spearman rank correlation ρ", diverging=True)}
+for col, (key, fig) in zip([c for _ in range(3) for c in st.columns(2)], maps.items()):
+    col.plotly_chart(fig, width="stretch", key=key)
+report = [("The run", [f"{len(order)} columns, {res['n_rows']:,} rows" + (f", target {tgt!r}" if tgt else ""),
+                       *res.get("settings", []), f"time: {state.seconds_text(res['seconds'])}"])]
+report += [(fig.layout.title.text, fig) for fig in maps.values()]
 
 st.markdown("#### Dependency graph")
 g1, g2 = st.columns([1, 3])
@@ -95,12 +98,15 @@ g1.caption("Arrow i → j: column i draws on column j (attention: i looks at j; 
            "relation to the target; the target is the star.")
 fig, _ = figures.dependency_graph(a, edges, tgt, directed=source in DIRECTED)
 g2.plotly_chart(fig, width="stretch", key="rel_graph")
+report.append((f"Dependency graph from {FEAT_MATS[source]}", fig))
 
 if tgt is not None:
     st.markdown("#### Each feature's relation to the target")
     rel = pd.DataFrame({m: (mats[m][tgt].drop(tgt) if m in CORRELATIONS else figures.target_relation(mats[m], tgt))
                         for m in mats})
-    st.plotly_chart(figures.target_bars(rel, str(tgt)), width="stretch", key="rel_bars")
+    bars = figures.target_bars(rel, str(tgt))
+    st.plotly_chart(bars, width="stretch", key="rel_bars")
+    report.append((f"Each feature's relation to {tgt}", bars))
 
 st.markdown("#### Export")
 st.caption("Each matrix as a CSV table in the heatmaps' column order, or all six in one long table "
@@ -118,3 +124,4 @@ for start in range(0, len(names), 4):
         col.download_button(f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
                             f"relations_{slug}.csv", "text/csv", key=f"dl_rel_{slug}", width="stretch")
 st.caption(f"Computed on {res['n_rows']:,} rows in {state.seconds_text(res['seconds'])}.")
+state.report_button(f"FEAT relations in {ds['name']}", report, "relations_report.html", "dl_rel_report")

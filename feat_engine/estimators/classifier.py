@@ -94,7 +94,7 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         for c in classes:
             mats = self._run_matrices(m, c, xq, detail, held)
             run = runner.MemberRun(model, m, k if one_run else 2, reads_quantiles(m), settings,
-                                   name if one_run else f"{name}, class {c + 1}/{k}")
+                                   name if one_run else f"{name}, class {c + 1}/{k}", one_vs_rest=not one_run)
             out = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
             scores.append(out if one_run else out[:, 1])
             stacked.append(mats.stacked)

@@ -7,7 +7,7 @@ prediction of the model fitted on the whole context; the column is standardised 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable
 
@@ -52,16 +52,25 @@ def _loss(scores: np.ndarray, y: np.ndarray, classification: bool) -> float:
 
 @dataclass
 class StackedModel:
-    """A stacked model fitted on one run's context: its column for the context rows, and the model for queries."""
+    """A stacked model fitted on one run's context: its column for the context rows, and the model for queries.
+    A candidate holds its out-of-fold predictions only; `fitted` makes the whole-context fit of the one chosen."""
 
     kind: str                                 # "additive" or "trees"
     context: np.ndarray                       # (N,) out-of-fold predictions, standardised (float32)
     design: Callable[[np.ndarray], np.ndarray] | None   # the model's inputs from standardised rows (None: as they are)
-    model: Any                                # fitted on every context row
+    model: Any                                # fitted on every context row (None until `fitted`)
     mean: float                               # statistics of the out-of-fold predictions
     std: float
     loss: float                               # their mean loss on the context's labels (`_loss`)
     rows: TreeRows | None = None              # how the tree model reads the rows' detail (None: the matrix alone)
+    fit_whole: Callable[[], Any] | None = field(default=None, repr=False)   # makes `model`; dropped once it has
+
+    def fitted(self) -> StackedModel:
+        """This model with its whole-context fit made: candidates are compared on their out-of-fold losses first,
+        so a candidate that is not chosen is never fitted on every row."""
+        if self.model is None:
+            self.model, self.fit_whole = self.fit_whole(), None
+        return self
 
     def queries(self, x_query: np.ndarray, detail: UnclippedRows | None = None) -> np.ndarray:
         """(M,) the stacked model's column for the (M, D) standardised query rows (with their `detail` where the
@@ -106,9 +115,9 @@ class TreeRows:
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
                   y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int) -> StackedModel | None:
-    """Out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the model
-    fitted on all of them; None where there is no single target (more than two classes) or too few rows
-    (or rows of a class) to cross-fit."""
+    """A candidate: out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the fit
+    on all of them for `StackedModel.fitted` to make; None where there is no single target (more than two classes)
+    or too few rows (or rows of a class) to cross-fit."""
     if classification:
         counts = np.bincount(np.asarray(y, dtype=np.int64))
         counts = counts[counts > 0]
@@ -131,11 +140,17 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
     s = np.empty(len(design))
     for train, held in folds.split(design, y):
         s[held] = _score(fitted(train), design[held])
-    full = fitted(np.arange(len(design)))
     mean, std = float(s.mean()), float(s.std())
     std = std if std > 0 else 1.0
-    return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, full, mean, std,
-                _loss(s, np.asarray(y, dtype=float), classification))
+    return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, None, mean, std,
+                        _loss(s, np.asarray(y, dtype=float), classification),
+                        fit_whole=partial(fitted, np.arange(len(design))))
+
+
+def _chosen(candidates: list[StackedModel | None]) -> StackedModel | None:
+    """The candidate with the lowest out-of-fold loss (the first of equals), fitted on the whole context."""
+    best = min((v for v in candidates if v is not None), key=lambda v: v.loss, default=None)
+    return None if best is None else best.fitted()
 
 
 def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int) -> StackedModel | None:
@@ -143,6 +158,13 @@ def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
     regression (its logit) for the 0/1 label of a binary run, over each feature (missing cells at the mean, 0) and its
     cubic B-splines with knots at the context's quantiles, or over the features alone (straight lines) where that
     loses less out of fold; past MAX_BASIS spline columns (a wide table), over the features alone."""
+    return _chosen(_additive_candidates(x_ctx, y_ctx, classification, seed))
+
+
+def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool,
+                         seed: int) -> list[StackedModel | None]:
+    """`fit_additive_model`'s candidates, not yet fitted on the whole context: splines (where the basis is small
+    enough) and straight lines."""
     # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
     # MAX_BASIS columns (a wide table's features alone), where a Cholesky factor is too large
     wide = x_ctx.shape[1] > MAX_BASIS
@@ -160,7 +182,7 @@ def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
         fits.append(fit(design=basis(splines, x_ctx), transform=partial(basis, splines)))
     # the straight lines alone, where the splines' columns fit noise more than they follow curves
     fits.append(fit(design=basis(None, x_ctx), transform=partial(basis, None)))
-    return min((v for v in fits if v is not None), key=lambda v: v.loss, default=None)
+    return fits
 
 
 def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
@@ -170,6 +192,12 @@ def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, s
     (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
     of at most MAX_LEVELS levels as native categories). Past STOP_ROWS context rows early stopping chooses the number
     of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100."""
+    return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal)])
+
+
+def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
+                    detail: UnclippedRows | None, nominal: np.ndarray | None) -> StackedModel | None:
+    """`fit_tree_model`'s candidate, not yet fitted on the whole context."""
     model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     mask = None
@@ -198,8 +226,7 @@ def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool
     check_stacked_model(view)
     if view is None:
         return None
-    fits = {"additive": lambda: fit_additive_model(x_ctx, y_ctx, classification, seed),
-            "trees": lambda: fit_tree_model(x_ctx, y_ctx, classification, seed, detail, nominal)}
+    fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed),
+            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal)]}
     kinds = ("additive", "trees") if view == "auto" else (view,)
-    fitted = [v for v in (fits[k]() for k in kinds) if v is not None]
-    return min(fitted, key=lambda v: v.loss, default=None)
+    return _chosen([v for k in kinds for v in fits[k]()])
