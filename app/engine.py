@@ -90,12 +90,14 @@ def _phase(progress: Progress | None, words: str) -> Progress | None:
 
 
 def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
-        progress: Progress | None = None) -> Outcome:
-    """FEAT's fit on the example rows (the context, and everything `fit` prepares from it). value: the fitted
-    estimator, which `predict` reads and the Predict view keeps for a second click on the same data."""
+        progress: Progress | None = None, exact: dict | None = None) -> Outcome:
+    """FEAT's fit on the example rows (the context, and everything `fit` prepares from it); `params` set where not
+    None, `exact` as they are (None included). value: the fitted estimator, which `predict` reads and the Predict
+    view keeps for a second click on the same data."""
     def go():
         cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
-        return cls(**_kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))).fit(X_train, y_train)
+        kw = _kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))
+        return cls(**{**kw, **(exact or {})}).fit(X_train, y_train)
 
     return _call(go)
 
@@ -115,6 +117,30 @@ def predict(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame,
         return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None, **said}
 
     return _call(go)
+
+
+# example rows the first answer reads (`first_answer`): one reading of a context this long comes in a second or two
+# on two cores, whatever the table's length (docs/design.md, "A first answer in seconds")
+FIRST_ANSWER_ROWS = 1024
+
+
+def first_answer(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, task: str, params: dict,
+                 progress: Progress | None = None) -> Outcome:
+    """A quick first answer for the Predict view to show while the full reading runs: FEAT once, on at most
+    FIRST_ANSWER_ROWS random example rows read as one context, without the classical model beside it, and the
+    classes of a multiclass target all from one head where it has slots enough; for the first FIRST_ANSWER_ROWS
+    rows of X_test. value: as `predict`'s, with `rows` (example rows read)."""
+    rows = min(params.get("max_context") or FIRST_ANSWER_ROWS, FIRST_ANSWER_ROWS)
+    quick = {"n_estimators": 1, "local_context": None, "view": None, "blend": False, "max_context": rows}
+    if task == "classification":
+        model = params.get("checkpoint")
+        if 2 < y_train.nunique() <= (model.cfg if isinstance(model, fe.FEAT) else fe.ModelConfig()).max_classes:
+            quick["multiclass"] = "head"
+    fitted = fit(X_train, y_train, task, params, progress, exact=quick)
+    out = predict(fitted.value, X_test.iloc[:FIRST_ANSWER_ROWS], progress)
+    out.seconds += fitted.seconds
+    out.value["rows"] = min(len(X_train), rows)
+    return out
 
 
 def attributions(est: fe.FEATClassifier | fe.FEATRegressor, X: pd.DataFrame,

@@ -220,17 +220,19 @@ def progress_words(message: str) -> str:
     return message
 
 
-def progress_callback(bar):
-    """An estimator progress callback that moves an st.progress bar, in an analyst's words, with the time left
-    once it can be told (from the share done so far of the current phase: the text before the first colon)."""
+def progress_callback(bar, prefix: str = ""):
+    """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
+    `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
+    before the first colon)."""
     clock = {"phase": None, "start": time.monotonic()}
 
     def cb(done: int, total: int, message: str = "") -> None:
         frac = 0.0 if not total else max(0.0, min(1.0, done / total))
-        phase = str(message).split(":", 1)[0]
+        message = prefix + str(message)
+        phase = message.split(":", 1)[0]
         if phase != clock["phase"]:
             clock.update(phase=phase, start=time.monotonic())
-        text = progress_words(str(message))
+        text = progress_words(message)
         elapsed = time.monotonic() - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
             text += f" (about {seconds_text(elapsed * (1 - frac) / frac)} left)"

@@ -321,6 +321,49 @@ def test_context_cap_defaults_to_the_engine_default_and_reaches_the_estimator(mo
     assert "context of 90 rows" in at.session_state["result:predict"]["feat"]["reading"]
 
 
+def test_a_first_answer_comes_before_the_full_reading(monkeypatch):
+    """With more example rows than FIRST_ANSWER_ROWS, Predict first shows FEAT's answer from one reading of that
+    many of them (its holdout score in Evaluate, its first predictions in Fill in), then refines it; the kept
+    result is the full reading's. The first answer is one member on the capped context, without the classical
+    model, a multiclass target read from the head: the same numbers as that estimator fitted directly."""
+    import feat_engine as fe
+    from app import engine
+
+    monkeypatch.setattr(engine, "FIRST_ANSWER_ROWS", 40)
+    df = small_table(120)
+    X, y = df.drop(columns="cultivar"), df["cultivar"]
+    got = engine.first_answer(X[:70], y[:70], X[70:], "classification", {"random_state": 0})
+    direct = fe.FEATClassifier(n_estimators=1, max_context=40, view=None, blend=False, local_context=None,
+                               multiclass="head", random_state=0).fit(X[:70], y[:70])
+    np.testing.assert_array_equal(got.value["proba"], direct.predict_proba(X[70:110]))     # the first 40 rows
+    assert got.value["rows"] == 40
+
+    at = new_app()
+    upload(at, "wine_small.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    at.number_input(key="pred_nest").set_value(2)
+    at.checkbox(key="pred_gbdt").set_value(False)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "**First answer**" in text and "one reading of 40 of the 90 example rows: ROC-AUC" in text
+    assert "on the 30 held-out rows" in text
+    assert "reads all 90 example rows 2 times" in text
+    assert "2 member(s)" in at.session_state["result:predict"]["feat"]["reading"]
+    at.button(key="pred_run").click().run()       # the kept fit: no first answer is needed
+    assert "**First answer**" not in " ".join(m.value for m in at.markdown)
+
+    filled = df.copy()
+    filled.loc[filled.index[:20], "cultivar"] = np.nan
+    upload(at, "fill.csv", csv(filled))
+    at.switch_page("views/predict.py").run()
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    assert "its first predictions are below" in " ".join(m.value for m in at.markdown)
+
+
 def test_predict_regression_scatter():
     at = new_app()
     load_sample(at, DIABETES)

@@ -187,6 +187,14 @@ def test_prediction_change_reads_probabilities_as_total_variation_and_numbers_as
     assert prediction_change(np.array([1.0, 2.0]), np.array([1.5, 1.0])) == pytest.approx(0.75)
 
 
+def test_the_member_sentence_gives_each_change_and_says_when_there_was_none_to_measure():
+    from feat_engine.reading.members import MemberChoice
+
+    assert "by 0.0100, 0.0042 on average" in MemberChoice(3, 4, [0.01, 0.0042], 2048).describe()
+    one = MemberChoice(1, 1, [], 2048).describe()
+    assert one.startswith("1 of 1 member(s) read") and "on average" not in one
+
+
 @pytest.mark.parametrize("noise, kept", [(0.0, 2), (3.0, 4)])
 def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(monkeypatch, noise, kept):
     """Members that agree stop at the second; members that disagree are all read. The choice is made at `fit` on

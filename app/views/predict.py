@@ -12,6 +12,29 @@ from feat_engine.inference import bf16_is_fast
 
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
 
+
+
+def _show_first_answer(first: engine.Outcome, n_train: int, n_est: int, y_true, task: str, index, target: str) -> None:
+    """The first answer (`engine.first_answer`), written while FEAT refines it: its score on the holdout
+    (Evaluate, `y_true` given), else its first predictions."""
+    got = first.value
+    head = (f"**First answer** in {state.seconds_text(first.seconds)}, from one reading of {got['rows']:,} of the "
+            f"{n_train:,} example rows")
+    refine = (f"FEAT now reads all {n_train:,} example rows {n_est} time{'s' if n_est > 1 else ''}, with a classical "
+              "model beside it, to refine it.")
+    if y_true is not None:
+        key, y_true = "ROC-AUC" if task == "classification" else "R²", y_true.iloc[:len(got["pred"])]
+        score = (metrics.classification_metrics(y_true, got["pred"], got["proba"], got["classes"])
+                 if task == "classification" else metrics.regression_metrics(y_true, got["pred"]))[key]
+        rows = f"{len(y_true):,} of the {len(index):,}" if len(y_true) < len(index) else f"the {len(y_true):,}"
+        st.markdown(f"{head}: {key} {metrics.card_text(score)} on {rows} held-out rows. {refine}")
+        return
+    st.markdown(f"{head}; its first predictions are below. {refine}")
+    st.dataframe(downloads.predictions_frame(index[:5], got["pred"][:5], None if got["proba"] is None else
+                                             got["proba"][:5], got["classes"], target=target),
+                 width="stretch", hide_index=True)
+
+
 ds, table = state.open_page("Predict")
 all_cols = list(ds["df"].columns)
 default_target = ds.get("target") if ds.get("target") in all_cols else all_cols[-1]
@@ -97,12 +120,17 @@ if submitted:
                        f"rows, predicting {len(te):,} ...", expanded=True) as status:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
-            fitted = None
+            fitted, refine = None, ""
             if est is None:      # a second click on the same data and settings reads the kept fit
-                fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar))
+                if len(tr) > engine.FIRST_ANSWER_ROWS:
+                    first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
+                    _show_first_answer(first, len(tr), int(n_est), y_all.iloc[te] if mode == "Evaluate" else None,
+                                       task, table.index[te], str(target))
+                    refine = "refining the first answer, "
+                fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine))
                 est = fitted.value
                 state.keep_fit(key, est)
-            out = engine.predict(est, X_te, state.progress_callback(bar))
+            out = engine.predict(est, X_te, state.progress_callback(bar, refine))
             if fitted is not None:
                 out.seconds += fitted.seconds
                 out.warnings[:0] = [w for w in fitted.warnings if w not in out.warnings]

@@ -83,8 +83,6 @@ def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator)
     return np.concatenate([top, rng.choice(rest, width - n_top, replace=False, p=p / p.sum())])
 
 
-
-
 MEMBER_TOL = 0.005  # a member that moves the held-out predictions less than this is the last one read
 
 
@@ -108,6 +106,8 @@ class MemberChoice:
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
+        if not self.changes:
+            return f"{self.kept} of {self.planned} member(s) read, no second one planned to compare with"
         moves = ", ".join(f"{c:.4f}" for c in self.changes)
         return (f"{self.kept} of {self.planned} members kept: each member from the 2nd changed the predictions of "
                 f"{self.rows:,} held-out context rows by {moves} on average (a member under {MEMBER_TOL:g} is the "
