@@ -75,6 +75,28 @@ def test_mutual_information_sees_what_the_correlations_cannot(table):
     assert not np.allclose(sub.to_numpy(), with_target.to_numpy())
 
 
+def test_mutual_information_in_threads_equals_one_column_at_a_time():
+    """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially."""
+    from sklearn.feature_selection import mutual_info_regression
+
+    from feat_engine.relations import _filled_standardised, _mutual_information
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(600, 5))
+    z[:, 1] += z[:, 0] ** 2
+    z[rng.random(z.shape) < 0.05] = np.nan
+    z[:, 4] = 1.0                                                    # a constant column scores 0
+    got = _mutual_information(z, random_state=7)
+    filled, varies = _filled_standardised(z)
+    want = np.zeros((5, 5))
+    for j in np.flatnonzero(varies):
+        others = np.delete(np.arange(5), j)
+        want[others, j] = mutual_info_regression(filled[:, others], filled[:, j], n_neighbors=3, random_state=7)
+    want[~varies] = 0.0
+    np.testing.assert_array_equal(got, want)
+    assert got[1, 0] > 0.2 and not got[4].any()
+
+
 def test_dependence_matrix_sees_through_a_chain():
     """a -> b -> c, noise n: c is predicted from b; a adds nothing once b is known, though it
     correlates with c at about 0.7 (Pearson cannot tell the two apart)."""
