@@ -217,6 +217,11 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
     return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)
 
 
+# rows the Relations view samples by default: what the engine's relation measures read by default, and what
+# docs/benchmarks.md ("Relation discovery") measured them with
+RELATION_ROWS = inspect.signature(fe.dependence_matrix).parameters["max_rows"].default
+
+
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
               progress: Progress | None = None) -> Outcome:
     """FEAT's attention, dependence and edge matrices with mutual information, Pearson and Spearman in the

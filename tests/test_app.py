@@ -483,10 +483,19 @@ def _graph_colours(graph: dict) -> pd.Series:
 
 
 def test_relations_heatmaps_graph_and_parts():
-    from app import figures
+    """The six matrices, the graph and the target's bars; the rows sampled by default are the engine's own default
+    sample of its FEAT matrices (what their accuracy was measured with), or the whole of a shorter table."""
+    import inspect
+
+    import feat_engine as fe
+    from app import engine, figures
+
+    for fn in (fe.relation_matrix, fe.dependence_matrix, fe.edge_matrix):
+        assert inspect.signature(fn).parameters["max_rows"].default == engine.RELATION_ROWS
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/relations.py").run()
+    assert at.number_input(key="rel_rows").value == min(120, engine.RELATION_ROWS)
     at.selectbox(key="rel_target").set_value("cultivar")
     at.number_input(key="rel_nest").set_value(1)
     at.button(key="rel_run").click().run()
