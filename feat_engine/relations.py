@@ -150,13 +150,10 @@ def _mutual_information(z: np.ndarray, random_state: int | None = 0) -> np.ndarr
     z, varies = _filled_standardised(z)
     d = z.shape[1]
     out = np.zeros((d, d))
-    # each column's other columns on all cores, in threads (the neighbour searches release the GIL): the same
-    # numbers, 1.7x faster on 2 cores at 4,096 x 21 (processes cost more to start than they save there)
-    with parallel_config(backend="threading"):
+    with parallel_config(backend="threading", n_jobs=-1):  # all cores, in threads: the same numbers, 1.7x faster
         for j in np.flatnonzero(varies):
             others = np.delete(np.arange(d), j)
-            out[others, j] = mutual_info_regression(z[:, others], z[:, j], n_neighbors=3, random_state=random_state,
-                                                    n_jobs=-1)
+            out[others, j] = mutual_info_regression(z[:, others], z[:, j], n_neighbors=3, random_state=random_state)
     out[~varies, :] = 0.0
     return out
 

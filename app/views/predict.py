@@ -13,7 +13,6 @@ from feat_engine.inference import bf16_is_fast
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
 
 
-
 def _show_first_answer(first: engine.Outcome, n_train: int, n_est: int, y_true, task: str, index, target: str) -> None:
     """The first answer (`engine.first_answer`), written while FEAT refines it: its score on the holdout
     (Evaluate, `y_true` given), else its first predictions."""
