@@ -64,15 +64,20 @@ def _predict_large(url: str, browser, folder: Path, rows: int, limit_s: float) -
             "feat_s": float(feat_s.replace(",", ""))}
 
 
-def _first_answer(url: str, browser, folder: Path, rows: int, limit_s: float) -> dict:
-    """Upload a `rows`-row table, run Predict at its defaults, and time the click to the first answer and to
-    the download button."""
-    path = folder / "first.csv"
-    write_wide_csv(path, rows, seed=1)
+def _table_in_view(url: str, browser, path: Path, rows: int, seed: int, view: str):
+    """A new page with a generated `rows`-row table (written to `path`) uploaded and the app's `view` open."""
+    write_wide_csv(path, rows, seed=seed)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     open_app(page, url)
     hand_file(page, path, rows, timeout=RUN_TIMEOUT)
-    nav(page, "Predict")
+    nav(page, view)
+    return page
+
+
+def _first_answer(url: str, browser, folder: Path, rows: int, limit_s: float) -> dict:
+    """Upload a `rows`-row table, run Predict at its defaults, and time the click to the first answer and to
+    the download button."""
+    page = _table_in_view(url, browser, folder / "first.csv", rows, 1, "Predict")
     pick_target(page, "y")
     t0 = time.perf_counter()
     page.get_by_role("button", name="Run prediction").click()
@@ -89,12 +94,7 @@ def _first_answer(url: str, browser, folder: Path, rows: int, limit_s: float) ->
 def _relations(url: str, browser, folder: Path, rows: int, limit_s: float) -> dict:
     """Upload a `rows`-row table and time the Relations view at its defaults (target `y`) from the click to its
     dependency graph, all six matrices computed."""
-    path = folder / "relations.csv"
-    write_wide_csv(path, rows, seed=2)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    open_app(page, url)
-    hand_file(page, path, rows, timeout=RUN_TIMEOUT)
-    nav(page, "Relations")
+    page = _table_in_view(url, browser, folder / "relations.csv", rows, 2, "Relations")
     page.get_by_role("combobox", name="Target (optional)").click()
     page.get_by_role("option", name="y", exact=True).click()
     wait_idle(page)

@@ -90,6 +90,16 @@ def csv(df: pd.DataFrame) -> bytes:
     return df.to_csv(index=False).encode()
 
 
+def fill_in(at: AppTest, df: pd.DataFrame) -> None:
+    """Upload df and run Predict's Fill in on its target (its last column) with one member."""
+    upload(at, "fill.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+
+
 # --------------------------------------------------------------------------- render
 
 def test_every_view_renders_without_a_table():
@@ -355,12 +365,7 @@ def test_a_first_answer_comes_before_the_full_reading(monkeypatch):
 
     filled = df.copy()
     filled.loc[filled.index[:20], "cultivar"] = np.nan
-    upload(at, "fill.csv", csv(filled))
-    at.switch_page("views/predict.py").run()
-    at.radio(key="predict_mode").set_value("Fill in").run()
-    at.number_input(key="pred_nest").set_value(1)
-    at.button(key="pred_run").click().run()
-    no_trouble(at)
+    fill_in(at, filled)
     assert "its first predictions are below" in " ".join(m.value for m in at.markdown)
 
 
@@ -397,12 +402,7 @@ def test_predict_fill_in_missing_targets():
     df = small_table(100)
     df.loc[df.index[:7], "cultivar"] = np.nan
     at = new_app()
-    upload(at, "fill.csv", csv(df))
-    at.switch_page("views/predict.py").run()
-    at.radio(key="predict_mode").set_value("Fill in").run()
-    at.number_input(key="pred_nest").set_value(1)
-    at.button(key="pred_run").click().run()
-    no_trouble(at)
+    fill_in(at, df)
     res = at.session_state["result:predict"]
     assert list(res["test_index"]) == list(range(7)) and res["y_true"] is None
     assert set(res["feat"]["pred"]) <= set(df["cultivar"].dropna())

@@ -123,6 +123,8 @@ def engine_call(run: MemberRun, ctxs: list[np.ndarray], ys: list[np.ndarray], qs
             tables = ([xs[i] for i in read] for xs in (ctxs, ys, qs))
             for i, o in zip(read, engine_call(replace(run, one_vs_rest=False), *tables, progress)):
                 out[i] = o
+        elif progress is not None:      # the run counts as done in the progress stream
+            progress(1, 1, "no context row of the class here, nothing to read")
         return out
     if run.quantile:
         transformed = [quantile_normal(c, q) for c, q in zip(ctxs, qs)]
