@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import tempfile
 import time
@@ -81,7 +82,7 @@ def _first_answer(url: str, browser, folder: Path, rows: int, limit_s: float) ->
     pick_target(page, "y")
     t0 = time.perf_counter()
     page.get_by_role("button", name="Run prediction").click()
-    first = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="First answer").first
+    first = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text=re.compile(r"^First answer in")).first
     first.wait_for(timeout=limit_s * 1000)
     t_first = time.perf_counter() - t0
     said = first.inner_text()

@@ -86,11 +86,13 @@ def scores(method: str, X: pd.DataFrame, args) -> np.ndarray:
 
     if method == "feat":
         R = relation_matrix(X, n_estimators=args.n_estimators, max_rows=args.max_rows_feat, random_state=C.SEED,
-                            device=args.device, checkpoint=args.checkpoint)
+                            device=args.device, precision=args.precision, checkpoint=args.checkpoint)
     elif method == "feat-dependence":
-        R = dependence_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+        R = dependence_matrix(X, random_state=C.SEED, device=args.device, precision=args.precision,
+                              checkpoint=args.checkpoint)
     elif method == "feat-edges":
-        R = edge_matrix(X, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+        R = edge_matrix(X, random_state=C.SEED, device=args.device, precision=args.precision,
+                        checkpoint=args.checkpoint)
     elif method == "mi":
         R = mutual_information_matrix(X, random_state=C.SEED)
     else:
@@ -167,7 +169,7 @@ def report(recs, methods, args, info, command, started, elapsed) -> tuple[list[s
              "the true (undirected) edges among all feature pairs by max(A[i, j], A[j, i]); 0.5 is chance. Mean ± "
              f"standard error over tables{f'; {skipped} tables with no edge (or only edges) skipped' if skipped else ''}. "
              f"FEAT: `relation_matrix(n_estimators={args.n_estimators}, max_rows={args.max_rows_feat})`, the other FEAT "
-             "matrices at their defaults, checkpoint "
+             f"matrices at their defaults, {C.precision_text(args.precision, args.device)}, checkpoint "
              f"{C.checkpoint_line(args.checkpoint)}.", ""]
     lines += ["**By graph size**", "", *C.markdown_table(["D", *head[1:]], _group_rows(recs, methods, lambda r: r["d"])), ""]
     lines += ["**By mechanism family**", "",
@@ -208,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-rows-feat", type=int, default=1024, help="relation_matrix max_rows (its default)")
     p.add_argument("--methods", default=None, help=f"comma-separated subset of {METHODS}")
     p.add_argument("--device", default="auto")
+    C.add_precision_arg(p)
     C.add_common_args(p, section="relations")
     args = p.parse_args(argv)
     args.tables = args.tables or (8 if args.quick else 40)

@@ -79,13 +79,13 @@ def _parser() -> argparse.ArgumentParser:
                          f"chooses among parts of 512, of 1,024 and the whole context on the context (default "
                          f"{LOCAL_CONTEXT})")
     im = sub.add_parser("impute", parents=[common], help="fill the missing cells of a table")
-    for sp in (pr, im):
-        sp.add_argument("--precision", choices=list(PRECISIONS), default="auto",
-                        help="auto (default): bf16 autocast where it is fast (a GPU, a CPU with native bf16: AMX or "
-                             "AVX512-BF16), else fp32; fp32 gives the same numbers on every CPU")
     im.add_argument("table")
     im.add_argument("--max-context", type=int, default=None, help="impute in blocks of this many rows")
     re = sub.add_parser("relations", parents=[common], help="feature-relation matrix")
+    for sp in (pr, im, re):
+        sp.add_argument("--precision", choices=list(PRECISIONS), default="auto",
+                        help="auto (default): bf16 autocast where it is fast (a GPU, a CPU with native bf16: AMX or "
+                             "AVX512-BF16), else fp32; fp32 gives the same numbers on every CPU")
     re.add_argument("table")
     re.add_argument("--target", default=None, help="include this column as the target")
     re.add_argument("--method", choices=["attention", "dependence", "edges", "mi", "pearson", "spearman"],
@@ -157,7 +157,8 @@ def _run(a: argparse.Namespace) -> None:
                           checkpoint=a.checkpoint, progress=_progress, precision=a.precision).fit_transform(table)
         write_table(out, a.output)
         return
-    feat = dict(random_state=a.seed, device=a.device, checkpoint=a.checkpoint, progress=_progress)
+    feat = dict(random_state=a.seed, device=a.device, precision=a.precision, checkpoint=a.checkpoint,
+                progress=_progress)
     if a.method == "attention":
         m = relation_matrix(table, a.target, **_members(a), **feat)
     elif a.method == "dependence":

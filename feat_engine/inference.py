@@ -76,8 +76,11 @@ def bf16_is_fast(device: str | torch.device = "auto") -> bool:
     return resolve_device(device).type == "cuda" or native_bf16()
 
 
+PRECISIONS = ("auto", "fp32", "bf16")   # an estimator's or a relation matrix's `precision`
+
+
 def uses_bf16(precision: str, device: str | torch.device = "auto") -> bool:
-    """Whether an estimator's `precision` ("auto", "fp32" or "bf16") runs bf16 autocast on `device`."""
+    """Whether a `precision` in PRECISIONS runs bf16 autocast on `device`."""
     return precision == "bf16" or (precision == "auto" and bf16_is_fast(device))
 
 
@@ -100,7 +103,8 @@ def run_bytes(n_rows: int, n_cols: int, d_model: int) -> int:
     return int(n_rows * (n_cols + 1) * d_model * 4 + cols * n_rows * d_model * _MIXER_BYTES_PER_ELEM)
 
 
-def _autocast(device: torch.device, enabled: bool):
+def autocast(device: torch.device, enabled: bool):
+    """bf16 autocast on `device` where `enabled`, else nothing: the matrix products' precision of an engine run."""
     if not enabled:
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -158,7 +162,7 @@ def run_tables(
     say(0, total, f"encoding {N} context rows" + (f" of {B} tables" if B > 1 else ""))
 
     label_only = not (want_recon or want_attention)   # the task heads read the query label tokens alone
-    with _autocast(dev, cfg.autocast_bf16):
+    with autocast(dev, cfg.autocast_bf16):
         cols = min(cfg.col_chunk, column_chunk(B * N, D + 1, model.cfg.d_model))
         keys = None
         if cache is not None and label_only and y is not None:

@@ -19,7 +19,7 @@ from feat_engine.checkpoint import (
 )
 from feat_engine.errors import CheckpointError
 from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead
-from feat_engine.relations import pair_statistics
+from feat_engine.relations.correlations import pair_statistics
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_mutual_information_in_threads_equals_one_column_at_a_time():
     """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially."""
     from sklearn.feature_selection import mutual_info_regression
 
-    from feat_engine.relations import _filled_standardised, _mutual_information
+    from feat_engine.relations.correlations import _filled_standardised, _mutual_information
 
     rng = np.random.default_rng(3)
     z = rng.normal(size=(600, 5))
@@ -120,6 +120,19 @@ def test_dependence_matrix_with_a_class_target(table):
     assert m1.loc["y", ["a", "b"]].min() > m1.loc["y", "c"]        # y = [a + b > 0]: c is noise
     with pytest.raises(FEATInputError, match="at least 8 rows"):
         dependence_matrix(table.head(5))
+
+
+def test_feat_matrices_in_bf16_follow_the_fp32_reference(table):
+    """bf16 autocast (what precision="auto" takes on a GPU or a CPU that multiplies bf16 natively) against fp32 on
+    the same rows and draws: each FEAT matrix within a small share of its range, the same strongest link found."""
+    kw = dict(target="y", max_rows=200, random_state=3)
+    for fn, extra in ((relation_matrix, {"n_estimators": 1}), (dependence_matrix, {"n_query": 48}), (edge_matrix, {})):
+        ref, fast = (fn(table, precision=p, **kw, **extra).to_numpy() for p in ("fp32", "bf16"))
+        assert not np.array_equal(ref, fast), fn.__name__              # bf16 did run
+        assert np.abs(fast - ref).max() <= 0.01 * np.abs(ref).max(), fn.__name__   # measured: 0.0004-0.0026
+        assert np.array_equal(ref[-1].argsort()[-2:], fast[-1].argsort()[-2:]), fn.__name__  # y's two strongest
+    with pytest.raises(FEATInputError, match="precision must be one of"):
+        dependence_matrix(table, precision="fp16")
 
 
 def test_relation_errors(table):

@@ -14,13 +14,12 @@ from sklearn.utils.validation import validate_data
 from ..checkpoint import resolve_model, trained_max_features
 from ..config import InferenceConfig
 from ..errors import FEATInputError, sklearn_words
-from ..inference import uses_bf16
+from ..inference import PRECISIONS, uses_bf16
 from ..model import FEAT
 from ..preprocess import UnclippedRows, TablePreprocessor, as_frame
 from ..progress import Progress
 from .runner import EngineSettings
 
-PRECISIONS = ("auto", "fp32", "bf16")
 
 # (type, meaning) of the parameters the estimators share, for their numpydoc Parameters sections (`documented`)
 PARAMETERS = {

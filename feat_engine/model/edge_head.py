@@ -1,6 +1,7 @@
 """The edge head: how likely two columns are directly linked, read from FEAT's column tokens at a few depths
-and the pair's classical statistics (`relations.pair_statistics`), as a symmetric logit per pair. Trained on
-the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md, "The edge head").
+and the pair's classical statistics (`relations.correlations.pair_statistics`), as a symmetric logit per pair.
+Trained on the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md, "The
+edge head").
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 DEPTHS = (0, 2, 4)          # token depths read: 0 = the cell embedding, b = after block b
-N_STATS = 5                 # classical statistics per pair (relations.pair_statistics)
+N_STATS = 5                 # classical statistics per pair (relations.correlations.pair_statistics)
 
 
 class EdgeHead(nn.Module):

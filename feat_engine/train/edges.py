@@ -25,7 +25,7 @@ from ..model import FEAT
 from ..model.edge_head import DEPTHS, EdgeHead
 from ..preprocess import TablePreprocessor
 from ..prior.scm import sample_scm
-from ..relations import pair_statistics
+from ..relations.correlations import pair_statistics
 
 KEEP_ROWS = 256
 
@@ -53,7 +53,7 @@ def write_tokens(out: str | Path, start: int, n_tables: int, checkpoint: str | P
     """Tables start .. start + n_tables - 1 as .npz files in `out`: prior tables (`sample_scm`, seeds start + i;
     sizes from seed start + 10,000,000 + i: 3-24 features, 256-1,024 rows, missing values in half), encoded as
     the estimators do, each with its column tokens at `DEPTHS` for up to KEEP_ROWS of its rows (fp16), its edges
-    among the observed features and the pair statistics of all its rows (`relations.pair_statistics`, as
+    among the observed features and the pair statistics of all its rows (`relations.correlations.pair_statistics`, as
     `edge_matrix` computes them)."""
     model, _ = load_checkpoint(checkpoint)
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,6 @@
-"""Feature-relation matrices over one encoded table: where FEAT's feature-axis attention looks
-(`relation_matrix`, paper section 6.4), how much worse FEAT predicts a column without another
-(`dependence_matrix`), the edge head's probability of a direct link (`edge_matrix`), and the classical
-references: k-nearest-neighbour mutual information, Pearson and Spearman. Every matrix shares one column
-order: the encoded features (datetime columns expand into parts), then the target
-(docs/design.md, "Relation matrix" and "Dependence matrix, and what each matrix means").
+"""FEAT's relation matrices over one encoded table: where its feature-axis attention looks (`relation_matrix`,
+paper section 6.4), how much worse it predicts a column without another (`dependence_matrix`) and the edge head's
+probability of a direct link (`edge_matrix`), in the column order of the package's docstring.
 """
 from __future__ import annotations
 
@@ -13,170 +10,19 @@ from typing import Any, Hashable
 import numpy as np
 import pandas as pd
 import torch
-from joblib import parallel_config
 from scipy.special import expit, softmax
-from scipy.stats import rankdata
-from sklearn.feature_selection import mutual_info_regression
 
-from .checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head, resolve_model
-from .errors import FEATInputError
-from .inference import map_runs, resolve_device, run
-from .model import FEAT
-from .model.edge_head import DEPTHS, EdgeHead
-from .preprocess import TablePreprocessor, as_frame
-from .progress import Progress, StepCounter
-from .reading.members import plan_members
-from .targets import ClassEncoder, TargetScaler, infer_task, target_rows
-
-
-def _split(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, pd.Series | None]:
-    X = as_frame(X, "X")
-    if target is None:
-        return X, None
-    if target not in X.columns:
-        raise FEATInputError(f"target column {target!r} does not exist (columns: {list(X.columns)})")
-    y = X[target]
-    X = X.drop(columns=[target])
-    if X.shape[1] == 0:
-        raise FEATInputError(f"no feature columns besides the target {target!r}")
-    return X, y
-
-
-def encoded_table(X: Any, target: Hashable | None = None) -> pd.DataFrame:
-    """The numeric table all three matrices describe: encoded features, then the target (codes for classes)."""
-    X, y = _split(X, target)
-    enc = TablePreprocessor().fit(X).encode(X)
-    if y is not None:
-        enc[str(target)] = y.to_numpy() if infer_task(y) == "regression" else _codes(y, target).astype(float)
-    return enc
-
-
-def _codes(y: pd.Series, name: Hashable) -> np.ndarray:
-    codes = ClassEncoder().fit(y.dropna(), str(name)).transform(y).astype(float)
-    codes[codes < 0] = np.nan
-    return codes
-
-
-def pearson_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
-    """Pearson correlation (pairwise complete rows) of the encoded table, in relation_matrix's order.
-
-    Parameters
-    ----------
-    X : DataFrame or array-like of shape (n_rows, n_columns)
-        The table; array columns are named 0..n_columns-1. Columns the preprocessor drops (constant ones,
-        near-unique text or IDs) are left out, and datetime columns expand into their parts.
-        Numbers enter unscaled and categories as their integer codes (so for unordered categories the sign
-        is arbitrary).
-    target : hashable or None, default None
-        Label of a column of X to read as the target: it leaves the features and comes last, as its values
-        for a regression target or its class codes for a classification one (a missing target is a missing
-        cell). None: no target row or column.
-
-    Returns
-    -------
-    DataFrame of shape (n_encoded, n_encoded)
-        Correlations, indexed and labelled by the encoded feature names, then the target's name; NaN where a
-        column is constant or a pair has too few complete rows.
-    """
-    return encoded_table(X, target).corr(method="pearson")
-
-
-def spearman_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
-    """Spearman rank correlation of the encoded table, in relation_matrix's order: `pearson_matrix` on ranks.
-
-    Parameters
-    ----------
-    X : DataFrame or array-like of shape (n_rows, n_columns)
-        The table, read as `pearson_matrix` reads it.
-    target : hashable or None, default None
-        A column of X to read as the target, as in `pearson_matrix`.
-
-    Returns
-    -------
-    DataFrame of shape (n_encoded, n_encoded)
-        Rank correlations (pairwise complete rows), labelled as `pearson_matrix`'s.
-    """
-    return encoded_table(X, target).corr(method="spearman")
-
-
-def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: int | None = 4096,
-                              random_state: int | None = 0) -> pd.DataFrame:
-    """k-nearest-neighbour mutual information (scikit-learn's `mutual_info_regression`, 3 neighbours) between
-    the columns of the encoded table, in nats, in relation_matrix's order: [i, j] estimates I(column i;
-    column j) with column j as the predicted one, so the two estimates of a pair differ by the estimator's
-    noise. Columns are standardised with missing cells at the column mean (class codes and level codes read
-    as numbers); a constant column scores 0; the diagonal is 0.
-
-    The classical reference: of the statistics computed on the table alone it recovers the edges of held-out
-    causal graphs best, and the edge head, which reads it, better still (docs/benchmarks.md, "Relation
-    discovery").
-
-    Parameters
-    ----------
-    X : DataFrame or array-like of shape (n_rows, n_columns)
-        The table, its columns read as `pearson_matrix` reads them.
-    target : hashable or None, default None
-        Label of a column of X to read as the target: it leaves the features and comes last, as its values
-        for a regression target or its class codes for a classification one. None: no target row or column.
-    max_rows : int or None, default 4096
-        Most rows read: past it a random subset of this many is read (the estimate settles long before, and
-        each column costs O(rows log rows) per other column). None reads every row.
-    random_state : int or None, default 0
-        Seed of the row subset and of the noise scikit-learn's estimator adds; None draws afresh at each call.
-
-    Returns
-    -------
-    DataFrame of shape (n_encoded, n_encoded)
-        Mutual information in nats, [i, j] with column j predicted, indexed and labelled by the encoded
-        feature names, then the target's name.
-    """
-    enc = encoded_table(X, target)
-    if max_rows is not None and len(enc) > max_rows:
-        enc = enc.iloc[np.sort(np.random.default_rng(random_state).permutation(len(enc))[:max_rows])]
-    out = _mutual_information(enc.to_numpy(dtype=float), random_state)
-    return pd.DataFrame(out, index=enc.columns, columns=enc.columns)
-
-
-def _filled_standardised(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Columns with missing cells at their mean, standardised (a constant column stays 0), and which vary."""
-    z = np.where(np.isnan(z), np.nanmean(np.where(np.isnan(z).all(0), 0.0, z), axis=0), z)
-    sd = z.std(0)
-    return (z - z.mean(0)) / np.where(sd > 0, sd, 1.0), sd > 0
-
-
-def _mutual_information(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
-    """(D, D) k-nearest-neighbour mutual information of the columns of z (NaN allowed): [i, j] with column j
-    predicted; zero diagonal and zero for constant columns."""
-    z, varies = _filled_standardised(z)
-    d = z.shape[1]
-    out = np.zeros((d, d))
-    with parallel_config(backend="threading", n_jobs=-1):  # all cores, in threads: the same numbers, 1.7x faster
-        for j in np.flatnonzero(varies):
-            others = np.delete(np.arange(d), j)
-            out[others, j] = mutual_info_regression(z[:, others], z[:, j], n_neighbors=3, random_state=random_state)
-    out[~varies, :] = 0.0
-    return out
-
-
-def _partial(c: np.ndarray, ridge: float = 1e-2) -> np.ndarray:
-    """Partial correlations of each pair given all other columns, from a correlation matrix (ridged inverse)."""
-    p = np.linalg.inv(c + ridge * np.eye(len(c)))
-    s = np.sqrt(np.diag(p))
-    return -p / np.outer(s, s)
-
-
-def pair_statistics(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
-    """(D, D, N_STATS) classical evidence on each pair of columns of z (rows x columns, NaN allowed), which
-    the edge head reads beside FEAT's tokens: symmetrised mutual information, abs(Pearson), abs(Spearman), and
-    the abs partial Pearson and Spearman correlations given all other columns (the classical test of a
-    direct link). Missing cells sit at the column mean; zero diagonal."""
-    z, _ = _filled_standardised(np.asarray(z, dtype=float))
-    mi = _mutual_information(z, random_state)
-    with np.errstate(invalid="ignore", divide="ignore"):          # a constant column correlates 0
-        r, rho = (np.nan_to_num(np.atleast_2d(np.corrcoef(v, rowvar=False))) for v in (z, rankdata(z, axis=0)))
-    out = np.abs(np.stack([(mi + mi.T) / 2, r, rho, _partial(r), _partial(rho)], -1))
-    out[np.arange(len(out)), np.arange(len(out))] = 0.0
-    return out.astype(np.float32)
+from ..checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head, resolve_model
+from .correlations import pair_statistics, split_target
+from ..errors import FEATInputError
+from ..config import InferenceConfig
+from ..inference import PRECISIONS, autocast, map_runs, resolve_device, run, uses_bf16
+from ..model import FEAT
+from ..model.edge_head import DEPTHS, EdgeHead
+from ..preprocess import TablePreprocessor
+from ..progress import Progress, StepCounter
+from ..reading.members import plan_members
+from ..targets import ClassEncoder, TargetScaler, infer_task, target_rows
 
 
 def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | None, max_classes: int,
@@ -207,9 +53,16 @@ def _codes_as_numbers(z: np.ndarray, n_classes: int | None) -> np.ndarray:
     return z
 
 
+def _engine_config(precision: str, device: str) -> InferenceConfig:
+    """The engine runs' settings for a relation matrix's `precision` on `device`."""
+    if precision not in PRECISIONS:
+        raise FEATInputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return InferenceConfig(autocast_bf16=uses_bf16(precision, device))
+
+
 def dependence_matrix(
     X: Any, target: Hashable | None = None, max_rows: int = 1024, n_query: int = 128,
-    random_state: int | None = 0, device: str = "auto",
+    random_state: int | None = 0, device: str = "auto", precision: str = "auto",
     checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Masking sensitivity: [i, j] = how much worse FEAT predicts column i, in context from all the
@@ -242,6 +95,9 @@ def dependence_matrix(
     device : str, default "auto"
         Where the engine runs, as a torch device name: "auto" takes a CUDA GPU when PyTorch sees one, else
         the CPU.
+    precision : {"auto", "fp32", "bf16"}, default "auto"
+        Arithmetic of the engine's matrix products, as the estimators' `precision`: "auto" takes bf16 where it
+        is fast (a GPU, or a CPU that multiplies bf16 natively) and fp32 elsewhere.
     checkpoint : path, FEAT or None, default None
         The pretrained model: a checkpoint file, a loaded model, or None for the shipped one.
     progress : callable or None, default None
@@ -255,7 +111,8 @@ def dependence_matrix(
         too few values to tell (fewer than 4 context rows or no query row holding one, or a number that is
         constant over the context).
     """
-    X, y = _split(X, target)
+    X, y = split_target(X, target)
+    cfg = _engine_config(precision, device)
     model, _ = resolve_model(checkpoint)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     if len(z) < 8:
@@ -285,7 +142,7 @@ def dependence_matrix(
         xq = xq.reshape(-1, d - 1)
         if is_class[i]:
             res = run(model, inputs[ctx][:, others], z[ctx, i], xq, "classification", n_classes=n_classes,
-                      column_ids=ids, device=device, progress=say)
+                      column_ids=ids, device=device, cfg=cfg, progress=say)
             p = softmax(res.logits[:, :n_classes].astype(np.float64), axis=1).reshape(d, len(qi), n_classes)
             truth = np.eye(n_classes)[z[qi, i].astype(int)]
             freq = np.bincount(z[ctx, i].astype(int), minlength=n_classes) / len(ctx)
@@ -293,7 +150,7 @@ def dependence_matrix(
         else:
             mu, sd = z[ctx, i].mean(), z[ctx, i].std()
             res = run(model, inputs[ctx][:, others], (z[ctx, i] - mu) / sd, xq, "regression",
-                      column_ids=ids, device=device, progress=say)
+                      column_ids=ids, device=device, cfg=cfg, progress=say)
             loss = ((res.pred.reshape(d, len(qi)) - (z[qi, i] - mu) / sd) ** 2).mean(-1)
         return np.maximum(loss[1:] - loss[0], 0.0)
 
@@ -306,8 +163,9 @@ def dependence_matrix(
 
 def edge_matrix(
     X: Any, target: Hashable | None = None, n_estimators: int = 1, max_rows: int = 1024,
-    random_state: int | None = 0, device: str = "auto", checkpoint: str | os.PathLike | FEAT | None = None,
-    edge_head: str | os.PathLike | EdgeHead | None = None, progress: Progress | None = None,
+    random_state: int | None = 0, device: str = "auto", precision: str = "auto",
+    checkpoint: str | os.PathLike | FEAT | None = None, edge_head: str | os.PathLike | EdgeHead | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Probability that columns i and j are directly linked (an edge of the table's causal graph, either
     way), from FEAT's edge head (model/edge_head.py), trained on the prior's causal graphs, which reads
@@ -333,6 +191,8 @@ def edge_matrix(
         None draws afresh at each call.
     device : str, default "auto"
         Where the engine runs, as in `dependence_matrix`.
+    precision : {"auto", "fp32", "bf16"}, default "auto"
+        Arithmetic of the engine's matrix products, as in `dependence_matrix`.
     checkpoint : path, FEAT or None, default None
         The pretrained model, as in `dependence_matrix`.
         The edge head is looked up beside the file (or the shipped one) unless `edge_head` is given.
@@ -349,7 +209,8 @@ def edge_matrix(
         Probabilities of a direct link, indexed and labelled by the encoded feature names, then the
         target's name.
     """
-    X, y = _split(X, target)
+    X, y = split_target(X, target)
+    cfg = _engine_config(precision, device)
     model, _ = resolve_model(checkpoint)
     if isinstance(edge_head, EdgeHead):
         head = edge_head.eval()
@@ -374,7 +235,9 @@ def edge_matrix(
         x = torch.as_tensor(zm, dtype=torch.float32, device=dev)[None]
         stats = torch.as_tensor(pair_statistics(zm, random_state), device=dev)
         with torch.no_grad():
-            logits = head([t[0] for t in model.column_tokens(x, m.column_ids(model).to(dev), DEPTHS)], stats)
+            with autocast(dev, cfg.autocast_bf16):                      # the engine's tokens; the head reads fp32
+                tokens = [t[0].float() for t in model.column_tokens(x, m.column_ids(model).to(dev), DEPTHS)]
+            logits = head(tokens, stats)
         total[np.ix_(m.features, m.features)] += logits.double().cpu().numpy()
         if say is not None:
             say(1, 1, "tokens read")
@@ -385,7 +248,7 @@ def edge_matrix(
 
 def relation_matrix(
     X: Any, target: Hashable | None = None, n_estimators: int = 2, max_rows: int = 1024,
-    random_state: int | None = 0, device: str = "auto",
+    random_state: int | None = 0, device: str = "auto", precision: str = "auto",
     checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
 ) -> pd.DataFrame:
     """D x D (or (D+1) x (D+1) with `target`, a column of X) FEAT attention relations.
@@ -416,6 +279,8 @@ def relation_matrix(
         each call.
     device : str, default "auto"
         Where the engine runs, as in `dependence_matrix`.
+    precision : {"auto", "fp32", "bf16"}, default "auto"
+        Arithmetic of the engine's matrix products, as in `dependence_matrix`.
     checkpoint : path, FEAT or None, default None
         The pretrained model, as in `dependence_matrix`.
     progress : callable or None, default None
@@ -427,7 +292,8 @@ def relation_matrix(
         Row-normalised attention shares with a zero diagonal, indexed and labelled by the encoded feature
         names, then the target's name.
     """
-    X, y = _split(X, target)
+    X, y = split_target(X, target)
+    cfg = _engine_config(precision, device)
     model, _ = resolve_model(checkpoint)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     task = None if y is None else ("regression" if n_classes is None else "classification")
@@ -438,7 +304,7 @@ def relation_matrix(
     total = np.zeros((d + 1, d + 1))
     for i, m in enumerate(members):
         res = run(model, x[m.rows][:, m.features], None if y_ctx is None else y_ctx[m.rows], None, task,
-                  n_classes=n_classes, column_ids=m.column_ids(model), device=device, want_attention=True,
+                  n_classes=n_classes, column_ids=m.column_ids(model), device=device, cfg=cfg, want_attention=True,
                   progress=steps.callback(f"member {i + 1}/{len(members)}"))
         a = np.mean([blk.mean(0) for blk in res.attention], axis=0)      # (C, C), member's feature order
         order = np.append(m.features, d)                                  # back to the table's order
