@@ -125,11 +125,11 @@ def test_dependence_matrix_with_a_class_target(table):
 def test_feat_matrices_in_bf16_follow_the_fp32_reference(table):
     """bf16 autocast (what precision="auto" takes on a GPU or a CPU that multiplies bf16 natively) against fp32 on
     the same rows and draws: each FEAT matrix within a small share of its range, the same strongest link found."""
-    kw = dict(target="y", max_rows=200, random_state=3)
-    for fn, extra in ((relation_matrix, {"n_estimators": 1}), (dependence_matrix, {"n_query": 48}), (edge_matrix, {})):
+    kw = dict(target="y", max_rows=128, random_state=3)         # small: bf16 is emulated, and slow, on AVX2-only CPUs
+    for fn, extra in ((relation_matrix, {"n_estimators": 1}), (dependence_matrix, {"n_query": 32}), (edge_matrix, {})):
         ref, fast = (fn(table, precision=p, **kw, **extra).to_numpy() for p in ("fp32", "bf16"))
         assert not np.array_equal(ref, fast), fn.__name__              # bf16 did run
-        assert np.abs(fast - ref).max() <= 0.01 * np.abs(ref).max(), fn.__name__   # measured: 0.0004-0.0026
+        assert np.abs(fast - ref).max() <= 0.01 * np.abs(ref).max(), fn.__name__   # measured: 0.0005-0.0028
         assert np.array_equal(ref[-1].argsort()[-2:], fast[-1].argsort()[-2:]), fn.__name__  # y's two strongest
     with pytest.raises(FEATInputError, match="precision must be one of"):
         dependence_matrix(table, precision="fp16")
