@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from .config import InferenceConfig
+from .errors import FEATInputError
 from .model import FEAT
 from .progress import Progress
 
@@ -82,6 +83,18 @@ PRECISIONS = ("auto", "fp32", "bf16")   # an estimator's or a relation matrix's 
 def uses_bf16(precision: str, device: str | torch.device = "auto") -> bool:
     """Whether a `precision` in PRECISIONS runs bf16 autocast on `device`."""
     return precision == "bf16" or (precision == "auto" and bf16_is_fast(device))
+
+
+def check_precision(precision: str) -> None:
+    """Raise FEATInputError naming `precision` unless it is one of PRECISIONS."""
+    if precision not in PRECISIONS:
+        raise FEATInputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+
+
+def precision_config(precision: str, device: str | torch.device = "auto") -> InferenceConfig:
+    """The runner's settings for a checked `precision` on `device`: bf16 autocast where `uses_bf16` says so."""
+    check_precision(precision)
+    return InferenceConfig(autocast_bf16=uses_bf16(precision, device))
 
 
 def tables_per_run(device: str | torch.device = "auto") -> int:

@@ -10,8 +10,8 @@
 so a row's prediction does not depend on the other query rows. Bad input raises `FEATInputError` (a
 ValueError) in scikit-learn's words where its checks apply (docs/design.md, "What the estimators refuse").
 """
+from ..inference import PRECISIONS
 from .attributions import masked_attributions
-from .base import PRECISIONS
 from .classifier import FEATClassifier
 from .imputer import COLUMN_MEMBERS, FEATImputer
 from .in_context import LOCAL_CONTEXT

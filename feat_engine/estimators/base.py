@@ -12,9 +12,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import validate_data
 
 from ..checkpoint import resolve_model, trained_max_features
-from ..config import InferenceConfig
-from ..errors import FEATInputError, sklearn_words
-from ..inference import PRECISIONS, uses_bf16
+from ..errors import sklearn_words
+from ..inference import check_precision, precision_config
 from ..model import FEAT
 from ..preprocess import UnclippedRows, TablePreprocessor, as_frame
 from ..progress import Progress
@@ -99,8 +98,7 @@ class FEATBase(BaseEstimator):
         """The context X as a DataFrame after scikit-learn's checks: `as_frame` with at least two rows,
         and y not None where the estimator needs a target. Records `n_features_in_` and, for string
         column names, `feature_names_in_`."""
-        if self.precision not in PRECISIONS:
-            raise FEATInputError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        check_precision(self.precision)
         frame = as_frame(X, what, min_rows=2)
         with sklearn_words("target"):
             validate_data(self, _names_sklearn_takes(frame), y, skip_check_array=True)
@@ -134,7 +132,7 @@ class FEATBase(BaseEstimator):
 
     def _engine_settings(self) -> EngineSettings:
         """The device and precision every engine run of this estimator takes (no kept context states)."""
-        return EngineSettings(self.device, InferenceConfig(autocast_bf16=uses_bf16(self.precision, self.device)))
+        return EngineSettings(self.device, precision_config(self.precision, self.device))
 
 
 def _names_sklearn_takes(frame: pd.DataFrame) -> pd.DataFrame:

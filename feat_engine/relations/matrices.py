@@ -13,16 +13,15 @@ import torch
 from scipy.special import expit, softmax
 
 from ..checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head, resolve_model
-from .correlations import pair_statistics, split_target
 from ..errors import FEATInputError
-from ..config import InferenceConfig
-from ..inference import PRECISIONS, autocast, map_runs, resolve_device, run, uses_bf16
+from ..inference import autocast, map_runs, precision_config, resolve_device, run
 from ..model import FEAT
 from ..model.edge_head import DEPTHS, EdgeHead
 from ..preprocess import TablePreprocessor
 from ..progress import Progress, StepCounter
 from ..reading.members import plan_members
 from ..targets import ClassEncoder, TargetScaler, infer_task, target_rows
+from .correlations import pair_statistics, split_target
 
 
 def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | None, max_classes: int,
@@ -51,13 +50,6 @@ def _codes_as_numbers(z: np.ndarray, n_classes: int | None) -> np.ndarray:
         t = z[:, -1]
         z[:, -1] = (t - t.mean()) / (t.std() or 1.0)
     return z
-
-
-def _engine_config(precision: str, device: str) -> InferenceConfig:
-    """The engine runs' settings for a relation matrix's `precision` on `device`."""
-    if precision not in PRECISIONS:
-        raise FEATInputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    return InferenceConfig(autocast_bf16=uses_bf16(precision, device))
 
 
 def dependence_matrix(
@@ -112,7 +104,7 @@ def dependence_matrix(
         constant over the context).
     """
     X, y = split_target(X, target)
-    cfg = _engine_config(precision, device)
+    cfg = precision_config(precision, device)
     model, _ = resolve_model(checkpoint)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     if len(z) < 8:
@@ -210,7 +202,7 @@ def edge_matrix(
         target's name.
     """
     X, y = split_target(X, target)
-    cfg = _engine_config(precision, device)
+    cfg = precision_config(precision, device)
     model, _ = resolve_model(checkpoint)
     if isinstance(edge_head, EdgeHead):
         head = edge_head.eval()
@@ -293,7 +285,7 @@ def relation_matrix(
         names, then the target's name.
     """
     X, y = split_target(X, target)
-    cfg = _engine_config(precision, device)
+    cfg = precision_config(precision, device)
     model, _ = resolve_model(checkpoint)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     task = None if y is None else ("regression" if n_classes is None else "classification")
