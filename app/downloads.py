@@ -8,6 +8,7 @@ import pandas as pd
 
 from feat_engine.predictions import prediction_table
 
+from . import figures
 from .io import TableError
 from .metrics import card_text
 
@@ -78,7 +79,8 @@ REPORT_ROWS = 2000      # rows of a result table a report holds (the CSV downloa
 def report_html(title: str, parts: list[tuple[str, object]]) -> bytes:
     """One self-contained HTML page of a run: each part a heading and its content, in order: text (Markdown-free
     lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, numbers through `card_text`) or a Plotly figure
-    (interactive; plotly.js is written once, in the page, so the file opens offline)."""
+    (interactive, laid out as on the page by `figures.standalone`; plotly.js is written once, in the page, so the
+    file opens offline)."""
     import html
 
     body, script = [], True
@@ -90,7 +92,7 @@ def report_html(title: str, parts: list[tuple[str, object]]) -> bytes:
             if len(content) > len(shown):
                 body.append(f"<p>The first {len(shown):,} of {len(content):,} rows; the CSV download has them all.</p>")
         elif hasattr(content, "to_html"):            # a Plotly figure
-            body.append(content.to_html(full_html=False, include_plotlyjs=script))
+            body.append(figures.standalone(content).to_html(full_html=False, include_plotlyjs=script))
             script = False
         elif isinstance(content, (list, tuple)):
             body.append("<ul>" + "".join(f"<li>{html.escape(str(x))}</li>" for x in content) + "</ul>")

@@ -15,6 +15,7 @@ import pandas as pd
 import feat_engine as fe
 from app.metrics import card_text
 from feat_engine.progress import Progress, StepCounter
+from feat_engine.reading.read_budget import ReadPlan
 
 
 class EngineError(ValueError):
@@ -57,24 +58,15 @@ def _call(fn, *args, **kwargs) -> Outcome:
     return Outcome(value, seconds, notes)
 
 
-# context cells (rows x (features + 1)) that the Predict view's members read together by default: about a
-# minute of FEAT on 2 cores (docs/benchmarks.md, "The app on large tables")
-MEMBER_BUDGET_CELLS = 2_000_000
-
-
-# context rows the Predict view reads by default (the user can lift the cap): past about 16,000 context rows
-# FEAT's scores stop rising on the development tables while its time keeps growing with the rows
-# (docs/benchmarks.md, "Quality against context size"; docs/design.md, "The compute floor")
-DEFAULT_MAX_CONTEXT = 50_000
-
-
-def default_members(n_rows: int, n_features: int, n_classes: int = 0) -> int:
-    """The Predict view's default ensemble size: the estimators' 4 members while together they read at most
-    MEMBER_BUDGET_CELLS context cells, fewer on larger tables (at least 1), since each member reads every row,
-    once per class where a target of more than two classes is read one class against the rest."""
-    runs = n_classes if n_classes > 2 else 1
-    cells = max(n_rows, 1) * (n_features + 1) * runs
-    return int(min(4, max(1, MEMBER_BUDGET_CELLS // cells)))
+def reading_plan(task: str, params: dict, n_rows: int, n_features: int, n_classes: int = 0) -> ReadPlan:
+    """What FEAT's estimator with these settings reads of a table of n_rows example rows: its members and rows per
+    member within the estimators' reading budget (`read_budget`), the one rule the engine applies at fit."""
+    if task == "classification":
+        est = fe.FEATClassifier(**_kwargs(params, None))
+        runs = n_classes if n_classes > 2 and est.multiclass == "ovr" else 1
+    else:
+        est, runs = fe.FEATRegressor(**_kwargs(params, None)), 1
+    return est.read_plan(max(n_rows, 2), n_features, runs)
 
 
 def _kwargs(params: dict, progress: Progress | None) -> dict:
@@ -108,7 +100,7 @@ def predict(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame,
     technical sentence on how it read the table, and the same in an analyst's words."""
     def go():
         est.set_params(progress=_phase(progress, f"predicting {len(X_test):,} rows"))
-        said = {"reading": est.reading_, "what_feat_did": what_feat_did(est)}
+        said = {"reading": est.reading_, "what_feat_did": what_feat_did(est), "read_rows": est.read_plan_.rows}
         if isinstance(est, fe.FEATClassifier):
             proba = np.asarray(est.predict_proba(X_test), dtype=float)
             classes = list(est.classes_)
@@ -156,8 +148,11 @@ def attributions(est: fe.FEATClassifier | fe.FEATRegressor, X: pd.DataFrame,
 def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     """How a fitted estimator read its table, in an analyst's words, one sentence an item."""
     n, d = est.context_.shape
-    members, choice = est.members_, est.member_choice_
-    said = [f"FEAT learned from {n:,} example rows and {d} columns in one reading, without training on them."]
+    members, choice, plan = est.members_, est.member_choice_, est.read_plan_
+    said = [f"FEAT learned from {n:,} example rows and {d} columns in one reading, without training on them."
+            if plan.rows == n else
+            f"FEAT read {plan.rows:,} of the {n:,} example rows, a random share, to stay within its reading budget "
+            f"(about two minutes on two cores); the classical model beside it learned from all {n:,}."]
     again = (f"It read the table {len(members)} times, each time with the rows and columns in another order, and "
              "averaged the answers" if len(members) > 1 else "It read the table once")
     if choice is not None and choice.kept < choice.planned:
@@ -201,7 +196,7 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
 def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame,
                      types: dict[str, str]) -> pd.DataFrame:
     """One row per filled cell: its row, column, value and how sure FEAT is of it, in words ("62% likely" for a
-    category; "typical error ± 3.1" for a drawn number), least sure first within each column."""
+    category; "typical error ± 3.1" for a drawn number, that cell's own), least sure first within each column."""
     rows = []
     for c in filled.columns:
         at = np.flatnonzero(mask[c].to_numpy()) if c in mask else []
@@ -211,7 +206,7 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
             value = filled[c].iloc[i]
             shown = card_text(float(value)) if number and pd.notna(value) else str(value)   # one column of text
             rows.append({"row": filled.index[i], "column": c, "filled with": shown,
-                         "sureness": np.nan if number else v, "how sure": "" if not np.isfinite(v) else
+                         "sureness": -v if number else v, "how sure": "" if not np.isfinite(v) else
                          (f"typical error ± {card_text(float(v))}" if number else f"{v:.0%} likely")})
     out = pd.DataFrame(rows, columns=["row", "column", "filled with", "sureness", "how sure"])
     return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)

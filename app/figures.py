@@ -17,6 +17,13 @@ METHOD_COLORS = {"FEAT": FEAT_COLOR, "FEAT attention": FEAT_COLOR, "FEAT depende
                  "Pearson": PEARSON_COLOR, "Spearman": SPEARMAN_COLOR}
 
 
+def standalone(fig: go.Figure) -> go.Figure:
+    """A copy of fig that lays itself out as on the page, for a page without Streamlit's front end (a report):
+    in the app the figures carry Streamlit's template, whose axes leave the room for their labels to the front
+    end; here every axis makes room for its tick labels and title (Plotly's `automargin`), so none is cut."""
+    return go.Figure(fig).update_xaxes(automargin=True).update_yaxes(automargin=True)
+
+
 # --------------------------------------------------------------------------- relations
 
 def cluster_order(m: pd.DataFrame) -> list:

@@ -2,7 +2,8 @@
 standardised with the context's statistics and clipped to +-CLIP; categorical columns become integer codes fixed on
 the context, nominal ones marked for target statistics (`target_stats.py`); datetimes (and text columns of dates)
 become numeric parts; near-unique text/ID and constant columns are dropped with a `FEATDataWarning`; missing cells
-are NaN. `TablePreprocessor.inverse_transform` fills only the original table's NaN cells
+are NaN. `TablePreprocessor.inverse_transform` fills only the original table's NaN cells, each number within its
+column's support: the context's range, whole numbers where the column holds only whole numbers
 (docs/design.md, "Preprocessing")."""
 from __future__ import annotations
 
@@ -169,6 +170,8 @@ class ColumnPlan:
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
     integer: bool = False                      # numeric with only whole values: round on inverse
+    lower: float = -np.inf                     # numeric: the smallest and largest context value; an inverse
+    upper: float = np.inf                      # ... stays within them (a column never negative gets no negative)
     nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
     text: bool = False                         # numbers or dates given as text (date_format for dates)
     date_format: str | None = None
@@ -236,7 +239,8 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         v = raw[np.isfinite(raw)]
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
-        return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), text=text)
+        return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), lower=float(v.min()),
+                          upper=float(v.max()), text=text)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     if observed.nunique() < 2:
         return "constant"
@@ -341,7 +345,8 @@ class TablePreprocessor:
         return (np.clip(z, -CLIP, CLIP) if clip else z).astype(np.float32)
 
     def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
-        """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes.
+        """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes. A number
+        stays within its column's support (`ColumnPlan.lower`/`upper`, whole where `integer`).
 
         Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant.
         """
@@ -367,6 +372,7 @@ def _decode(c: ColumnPlan, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
+        v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, whole numbers kept whole
         v = np.round(v) if c.integer else v
         return pd.Series([f"{x:.0f}" if c.integer else f"{x:.6g}" for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":

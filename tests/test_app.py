@@ -287,21 +287,14 @@ def test_arithmetic_choice_reaches_the_estimator():
     np.testing.assert_array_equal(proba["auto"], proba["bf16" if bf16_is_fast() else "fp32"])
 
 
-def test_members_default_to_four_and_fewer_on_a_large_table(monkeypatch):
-    """Each member reads every row (once per class for a target of more than two classes), so the Predict view
-    starts large tables with fewer members; a new table gets its own default (here with the budget made small
-    enough that 120 rows of a three-class target are large, which they would not be without the classes)."""
-    from app import engine
-    from app.engine import MEMBER_BUDGET_CELLS, default_members
+def test_members_default_to_the_engines_reading_plan(monkeypatch):
+    """The Predict view starts each table with the members the engine's reading budget gives it (the estimators'
+    `read_budget`, one rule for both): here a budget made small enough that 120 rows of a three-class target, read
+    one class against the rest, take one member, and 30 rows four; the run reads what the view said."""
+    from app import state
 
-    assert default_members(120, 5) == 4 and default_members(0, 3) == 4
-    assert default_members(75_000, 20) == 1
-    assert default_members(MEMBER_BUDGET_CELLS // 2 // 21, 20) == 2
-    # one-vs-rest reads every row once per class: ten classes cost a member ten times the cells, two classes once
-    assert default_members(5_000, 12, 10) == 3 and default_members(5_000, 12, 2) == 4
-    assert default_members(8_000, 16, 26) == 1
-    # 120 rows x (6 features + 1) x 3 cultivars (read one against the rest) = 2,520 cells; 30 rows 630
-    monkeypatch.setattr(engine, "MEMBER_BUDGET_CELLS", 3_000)
+    run_params = state.run_params
+    monkeypatch.setattr(state, "run_params", lambda **kw: run_params(**{"read_budget": 3_000, **kw}))
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/predict.py").run()
@@ -311,18 +304,16 @@ def test_members_default_to_four_and_fewer_on_a_large_table(monkeypatch):
     assert at.number_input(key="pred_nest").value == 4
 
 
-def test_context_cap_defaults_to_the_engine_default_and_reaches_the_estimator(monkeypatch):
-    """The Predict view caps the context at DEFAULT_MAX_CONTEXT labelled rows unless the user lifts it (0 = all);
-    the cap reaches the estimator, whose reading names the rows it read (here a cap of 60 on 90 training rows)."""
-    from app import engine
-
-    monkeypatch.setattr(engine, "DEFAULT_MAX_CONTEXT", 60)
+def test_context_cap_defaults_to_the_budget_and_reaches_the_estimator():
+    """The Predict view lets FEAT read as many example rows as its budget allows (0) unless the user caps them; the
+    cap reaches the estimator, whose reading names the rows it read (here a cap of 60 on 90 training rows)."""
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/predict.py").run()
-    assert at.number_input(key="pred_maxctx").value == 60
+    assert at.number_input(key="pred_maxctx").value == 0
     at.number_input(key="pred_nest").set_value(1)
     at.checkbox(key="pred_gbdt").set_value(False)
+    at.number_input(key="pred_maxctx").set_value(60)
     at.button(key="pred_run").click().run()
     no_trouble(at)
     assert "context of 60 rows" in at.session_state["result:predict"]["feat"]["reading"]

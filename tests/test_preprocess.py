@@ -112,6 +112,20 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
+def test_inverse_keeps_each_number_within_its_columns_support():
+    """Model values far outside a column's observed range come back at its bounds, whole where it is whole: a
+    count never below zero stays non-negative, a rating on 1-5 within 1-5, a share within its range."""
+    df = pd.DataFrame({"count": [0, 3, 7, 12, 40, 2], "rating": [1, 5, 3, 4, 2, 3],
+                       "share": [0.05, 0.5, 0.25, 0.75, 0.3, 0.6]}, dtype=float)
+    pre = TablePreprocessor().fit(df)
+    holes = df.copy()
+    holes.iloc[:3] = np.nan
+    out = pre.inverse_transform(np.array([[-4.9] * 3, [4.9] * 3, [0.37] * 3] + [[0.0] * 3] * 3), holes)
+    assert out["count"].iloc[:2].tolist() == [0.0, 40.0] and out["rating"].iloc[:2].tolist() == [1.0, 5.0]
+    assert out["share"].iloc[:2].tolist() == [0.05, 0.75] and out["count"].iloc[2] == round(out["count"].iloc[2])
+    pd.testing.assert_frame_equal(out.iloc[3:], df.iloc[3:])
+
+
 def test_iso_dates_as_text_give_only_our_warning():
     df = pd.DataFrame({"day": pd.date_range("2022-05-20", periods=40).strftime("%Y-%m-%d"), "x": np.arange(40.0)})
     with warnings.catch_warnings(record=True) as rec:

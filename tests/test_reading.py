@@ -19,6 +19,7 @@ from feat_engine.reading.local_parts import GROUP, OVERLAP, local_contexts
 from feat_engine.reading.members import plan_members, ranked_features
 from feat_engine.reading.power_target import fit_power_target
 from feat_engine.reading.quantile_transform import quantile_normal
+from feat_engine.reading.read_budget import ReadPlan, context_cells, plan_reading
 from feat_engine.reading.relevance import relevance
 from feat_engine.reading.stacked_model import fit_additive_model, fit_stacked_model, fit_tree_model
 from feat_engine.reading.target_stats import with_target_stats
@@ -179,6 +180,40 @@ def test_each_query_reads_only_its_local_part_standardised_like_a_prior_table(mo
     expected = standardise(np.vstack([part, q0]), len(part))
     assert any(np.allclose(c, expected[:-1]) and np.any(np.all(np.isclose(q, expected[-1]), axis=1))
                for c, q in calls[:len(np.unique(route))])
+
+
+def test_the_reading_budget_lowers_members_first_then_rows():
+    """Within the budget every member reads every row; past it fewer members, then one member of the rows that
+    fit (never fewer than two parts, so it still reads local parts); one-vs-rest classes count once each."""
+    one = context_cells(10_000, 20, 1, 1024)
+    assert one == 10_000 * 21 * OVERLAP and context_cells(1_000, 20, 1, 1024) == 1_000 * 21
+    assert plan_reading(10_000, 20, 1, 4, None, 1024, 4 * one) == ReadPlan(4, 10_000, 4 * one, False)
+    assert plan_reading(10_000, 20, 1, 4, None, 1024, 2 * one + 5) == ReadPlan(2, 10_000, 2 * one, True)
+    capped = plan_reading(10_000, 20, 1, 4, None, 1024, one // 2)
+    assert capped.members == 1 and capped.rows == 5_000 and capped.cells <= one // 2 and capped.capped
+    assert plan_reading(10_000, 20, 2, 4, None, 1024, one).rows == 5_000          # two labellings (classes)
+    assert plan_reading(10_000, 20, 1, 4, None, 1024, 10).rows == 2_048          # two parts at least
+    assert plan_reading(10_000, 20, 1, 4, 3_000, 1024, None) == ReadPlan(4, 3_000, 4 * 3_000 * 21 * 2, False)
+
+
+def test_a_budget_capped_fit_reads_fewer_rows_and_fits_the_stacked_model_on_every_row(monkeypatch):
+    """A read budget below one member of every row: one member of a random share of the rows is read (each run
+    one of its local parts), while the target statistics and the stacked model are fitted on every row; each
+    query's prediction is its own, whatever else is predicted with it."""
+    calls = []
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1_200, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=1_200) > 0).astype(int)
+    budget = context_cells(600, 4, 1, 100)
+    clf = FEATClassifier(n_estimators=3, local_context=100, view="additive", read_budget=budget).fit(X, y)
+    assert clf.read_plan_.members == 1 and clf.read_plan_.rows == 600 and len(clf.members_) == 1
+    assert len(clf.members_[0].rows) == 600 and "600 of the 1,200 context rows" in clf.reading_
+    assert len(clf.run_inputs_[0][None].stacked.context) == 1_200              # fitted on every row
+    assert all(len(c) == 100 for c, _ in calls)
+    full = clf.predict_proba(X[:40])
+    np.testing.assert_allclose(np.concatenate([clf.predict_proba(X[i:i + 1]) for i in range(5)]), full[:5],
+                               rtol=1e-6, atol=1e-7)
 
 
 def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_missing_cells():
@@ -539,8 +574,9 @@ def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
 
 
 def test_view_fits_read_at_most_fit_rows(monkeypatch):
-    """Past FIT_ROWS a fit reads a random subset of its rows; every context row still gets an out-of-fold value.
-    A candidate that is not chosen is never fitted on the whole context."""
+    """Past FIT_ROWS a fit of the additive model reads a random subset of its rows; every context row still gets an
+    out-of-fold value. A candidate that is not chosen is never fitted on the whole context. The trees read every
+    row."""
     from sklearn.linear_model import Ridge
 
     import feat_engine.reading.stacked_model as lv
@@ -555,6 +591,11 @@ def test_view_fits_read_at_most_fit_rows(monkeypatch):
     # splines' and lines' folds, then the whole-context fit of the one chosen alone
     assert seen == [30] * (2 * lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    grown, real_hgb = [], HistGradientBoostingRegressor.fit
+    monkeypatch.setattr(HistGradientBoostingRegressor, "fit", lambda self, b, y: (grown.append(len(b)), real_hgb(self, b, y))[1])
+    fit_tree_model(x, x[:, 0], False, 0)
+    assert grown == [80] * lv.FOLDS + [100]
 
 
 def test_additive_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_be_cross_fitted():

@@ -13,14 +13,15 @@ from feat_engine.inference import bf16_is_fast
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
 
 
-def _show_first_answer(first: engine.Outcome, n_train: int, n_est: int, y_true, task: str, index, target: str) -> None:
+def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: str, index, target: str) -> None:
     """The first answer (`engine.first_answer`), written while FEAT refines it: its score on the holdout
     (Evaluate, `y_true` given), else its first predictions."""
     got = first.value
     head = (f"**First answer** in {state.seconds_text(first.seconds)}, from one reading of {got['rows']:,} of the "
             f"{n_train:,} example rows")
-    refine = (f"FEAT now reads all {n_train:,} example rows {n_est} time{'s' if n_est > 1 else ''}, with a classical "
-              "model beside it, to refine it.")
+    rows = f"all {n_train:,}" if plan.rows >= n_train else f"{plan.rows:,} of the {n_train:,}"
+    refine = (f"FEAT now reads {rows} example rows {plan.members} time{'s' if plan.members > 1 else ''}, with a "
+              f"classical model beside it that learns from all {n_train:,}, to refine it.")
     if y_true is not None:
         key, y_true = "ROC-AUC" if task == "classification" else "R²", y_true.iloc[:len(got["pred"])]
         score = (metrics.classification_metrics(y_true, got["pred"], got["proba"], got["classes"])
@@ -60,7 +61,7 @@ n_missing_y = int(y_all.isna().sum())
 st.caption(f"{X_all.shape[1]} features, {len(y_all) - n_missing_y:,} labelled rows, {n_missing_y:,} rows with the target missing.")
 
 n_classes = int(y_all.nunique()) if task == "classification" else 0
-members = engine.default_members(len(y_all) - n_missing_y, X_all.shape[1], n_classes)
+members = engine.reading_plan(task, state.run_params(), len(y_all) - n_missing_y, X_all.shape[1], n_classes).members
 if st.session_state.get("pred_nest_default") != (ds["digest"], members):   # a new table: its own default
     st.session_state["pred_nest"], st.session_state["pred_nest_default"] = members, (ds["digest"], members)
 with st.form("predict_form"):
@@ -69,14 +70,15 @@ with st.form("predict_form"):
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="pred_seed")
     n_est = f3.number_input("FEAT ensemble members", 1, 16, step=1, key="pred_nest",
                             help="Averaged over row orders, feature shuffles and column-identity draws. Each member "
-                                 "reads every row (once per class, where more than two are read one against the rest): "
-                                 "the default is 4, fewer on large tables so that the first answer comes within "
-                                 f"about a minute ({members} on this one).")
-    max_ctx = f4.number_input("Max context rows (0 = no cap)", 0, 10_000_000, engine.DEFAULT_MAX_CONTEXT, 1000,
+                                 "reads every row (once per class, where more than two are read one against the rest). "
+                                 "FEAT keeps its reading to about two minutes on two cores: the default is 4, fewer "
+                                 f"on large tables ({members} on this one), and past one member it reads a random "
+                                 "share of the rows, while the classical model beside it learns from all of them.")
+    max_ctx = f4.number_input("Max example rows FEAT reads (0 = as its budget allows)", 0, 10_000_000, 0, 1000,
                               key="pred_maxctx",
-                              help="FEAT reads at most this many labelled rows, a random subset of them. Past about "
-                                   "16,000 rows its scores stop rising on the tables measured, while its time keeps "
-                                   "growing; 0 reads them all.")
+                              help="FEAT reads at most this many labelled rows, a random share of them; 0 lets it read "
+                                   "as many as fit in about two minutes on two cores. The classical model beside it "
+                                   "learns from every labelled row either way.")
     with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")
     fast = bf16_is_fast()
@@ -123,7 +125,8 @@ if submitted:
             if est is None:      # a second click on the same data and settings reads the kept fit
                 if len(tr) > engine.FIRST_ANSWER_ROWS:
                     first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
-                    _show_first_answer(first, len(tr), int(n_est), y_all.iloc[te] if mode == "Evaluate" else None,
+                    plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
+                    _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,
                                        task, table.index[te], str(target))
                     refine = "refining the first answer, "
                 fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine))
@@ -157,7 +160,7 @@ if submitted:
                                        "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr),
                                        "fit_reused": fitted is None, "fit_key": key, "X_test": X_te,
                                        "settings": [f"FEAT ensemble members: {int(n_est)}", f"seed: {int(seed)}",
-                                                    f"max context rows: {int(max_ctx) or 'no cap'}",
+                                                    f"max example rows FEAT reads: {int(max_ctx) or 'as its budget allows'}",
                                                     f"arithmetic: {precision}"]
                                        + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])})
 
@@ -167,7 +170,10 @@ report = [("The run", [f"{res['mode']}: target {tgt!r} ({task_r}), {len(res['tes
                        f"{res['n_train']:,} example rows of {ds['name']}", *res.get("settings", []),
                        f"FEAT time: {state.seconds_text(res['feat_seconds'])}"]),
           ("What FEAT did", feat.get("what_feat_did", []))]
-st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} context rows")
+read = feat.get("read_rows", res["n_train"])
+st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} "
+             "example rows" + (f" (FEAT read {read:,} of them; the classical model beside it all)"
+                               if read < res["n_train"] else ""))
 with st.expander("What FEAT did"):
     st.markdown("\n".join(f"- {line}" for line in feat.get("what_feat_did", [])))
     st.caption(f"In technical terms: {feat['reading']}")

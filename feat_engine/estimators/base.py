@@ -25,7 +25,8 @@ PARAMETERS = {
     "random_state": ("int or None, default 0", "Seed of every draw; None draws afresh at each call."),
     "device": ('{"auto", "cpu", "cuda"}, default "auto"', 'Where the engine runs: "auto" takes a CUDA GPU when '
                "PyTorch sees one."),
-    "max_context": ("int or None, default None", "Context rows per member, a random subset of them; None reads them all."),
+    "max_context": ("int or None, default None", "Context rows per member, a random subset of them; None reads them all "
+                    "(within `read_budget`). The classical models beside the engine read every row."),
     "max_features": ("int or None, default None", "Features per engine run; None is the width the checkpoint was "
                      "pretrained on. Wider tables give each member the most relevant features first."),
     "local_context": ('int, "auto" or None, default 1024', "Rows per local part: a member whose context holds at least "
@@ -44,6 +45,12 @@ PARAMETERS = {
              'predicts the context\'s labels better out of fold ("auto"), or None for none.'),
     "blend": ("bool, default True", "On a context split into local parts, blend the engine's output with the "
               "classical model's own prediction at the weight that predicts held-out context rows best."),
+    "read_budget": ("int or None, default 8,000,000", "Context cells (rows x (features + 1), per labelling, twice over "
+                    "in overlapping local parts) the engine reads at most over all members: about two minutes of "
+                    "engine on two AVX2 cores in fp32, one with native bf16 (docs/benchmarks.md, \"Large tables\"). "
+                    "Past it `fit` reads fewer members (down to one), then fewer rows (a random subset, `read_plan_`); "
+                    "the target statistics and the stacked model are still fitted on every row. None reads every row "
+                    "with every member."),
 }
 
 

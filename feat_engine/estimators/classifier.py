@@ -14,6 +14,7 @@ from ..progress import Progress, StepCounter
 from ..reading.blend import blend_probability
 from ..reading.members import Member
 from ..reading.quantile_transform import reads_quantiles
+from ..reading.read_budget import READ_CELLS
 from ..targets import ClassEncoder, as_target, is_continuous, target_rows
 from . import runner
 from .base import documented
@@ -31,6 +32,7 @@ from .in_context import KEPT_MEMBERS, LOCAL_CONTEXT, InContextBase
                     "in one run (at most 10 classes).")},
     {"classes_": ("ndarray", "The labels, in the order of `predict_proba`'s columns."),
      "reading_": ("str", "One sentence on how the members read the fitted table."),
+     "read_plan_": ("ReadPlan", "What the engine read within `read_budget`: members, context rows per member, cells."),
      "member_choice_": ("MemberChoice or None", "How many members `fit` kept, and the change each made to the "
                         "held-out predictions; None where no rows are held out.")},
 )
@@ -40,9 +42,10 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         multiclass: str = "ovr", precision: str = "auto", view: str | None = "auto", blend: bool = True,
+        read_budget: int | None = READ_CELLS,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, local_context, checkpoint,
-                         progress, precision, view, blend)
+                         progress, precision, view, blend, read_budget)
         self.multiclass = multiclass
 
     def fit(self, X: Any, y: Any) -> "FEATClassifier":

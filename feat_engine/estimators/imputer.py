@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import TransformerMixin
+from sklearn.preprocessing import QuantileTransformer
 from sklearn.utils.validation import check_is_fitted
 
 from ..errors import FEATDataWarning, FEATInputError
@@ -17,14 +18,16 @@ from ..inference import map_runs
 from ..model import FEAT
 from ..progress import Progress, StepCounter
 from ..reading.members import plan_members
+from ..reading.quantile_transform import N_QUANTILES
 from . import runner
 from .base import FEATBase, documented
 from .classifier import FEATClassifier
 from .regressor import FEATRegressor
 
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
-HELD_NUMBERS = 256      # known cells of a number column held out of its context to measure FEAT's errors (draws)
+HELD_NUMBERS = 256      # known cells of a number column held out of its context to measure FEAT's errors
 HELD_SHARE = 10         # ... at most one known cell in HELD_SHARE
+SURE_RANGE = (0.16, 0.84)   # a filled number's typical error: half the range that holds this share of its errors
 
 
 @documented(
@@ -48,8 +51,9 @@ HELD_SHARE = 10         # ... at most one known cell in HELD_SHARE
                           "scikit-learn's `IterativeImputer(sample_posterior=True)`; several `random_state` give "
                           "multiple imputations). A category is drawn from its predicted probabilities; a number is "
                           "its prediction plus the error FEAT made on one of up to 256 known cells of the column, "
-                          "held out of its context for that. `transform_with_confidence` says how sure FEAT is of "
-                          "each filled cell.")},
+                          "held out of its context for that, added on the column's own scale (`NumberScale`), so "
+                          "that the draw stays within the observed range. `transform_with_confidence` says how sure "
+                          "FEAT is of each filled cell.")},
 )
 class FEATImputer(TransformerMixin, FEATBase):
     def __init__(
@@ -78,8 +82,11 @@ class FEATImputer(TransformerMixin, FEATBase):
 
     def transform_with_confidence(self, X: Any) -> tuple[Any, pd.DataFrame]:
         """`transform(X)`, and beside it how sure FEAT is of each cell it filled under "chained": the predicted
-        probability of the category filled in, or for a number the typical error (root mean square) on the
-        held-out known cells, in the column's units (with `sample_posterior` only); NaN elsewhere. A DataFrame
+        probability of the category filled in, or for a drawn number (`sample_posterior`) its typical error in the
+        column's units: half the range that FEAT's errors on the held-out known cells, put on the column's scale at
+        that cell's prediction, span between their 16th and 84th percentiles (one standard deviation, for normal
+        errors); NaN elsewhere. A filled number stays within its column's observed range, whole where the column
+        holds only whole numbers. A DataFrame
         of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
         frame = self._query_frame(X, "X")
@@ -141,11 +148,12 @@ class FEATImputer(TransformerMixin, FEATBase):
             held = rng.choice(len(y), min(HELD_NUMBERS, len(y) // HELD_SHARE), replace=False)
             rest = np.setdiff1d(np.arange(len(y)), held)
             both = FEATRegressor(**kw).fit(X.iloc[rest], y.iloc[rest]).predict(pd.concat([query, X.iloc[held]]))
-            errors = y.to_numpy(np.float64)[held] - both[len(rows):]
-            if not len(errors):              # too few known cells to hold any out: the prediction itself
-                return rows, both[:len(rows)], np.full(len(rows), np.nan)
-            spread = float(np.sqrt(np.mean(errors ** 2)))
-            return rows, both[:len(rows)] + rng.choice(errors, len(rows)), np.full(len(rows), spread)
+            if not len(held):                # too few known cells to hold any out: the prediction itself
+                return rows, both, np.full(len(rows), np.nan)
+            scale, known = NumberScale(y.to_numpy(np.float64)), y.to_numpy(np.float64)
+            at, errors = scale.to_normal(both[:len(rows)]), scale.to_normal(known[held]) - scale.to_normal(both[len(rows):])
+            low, high = (scale.from_normal(at + np.quantile(errors, q)) for q in SURE_RANGE)
+            return rows, scale.from_normal(at + rng.choice(errors, len(rows))), (high - low) / 2
 
         with warnings.catch_warnings():         # on this thread, so the filter holds for the workers' whole runs
             warnings.simplefilter("ignore", FEATDataWarning)          # the table's own notes were given at fit
@@ -175,6 +183,23 @@ class FEATImputer(TransformerMixin, FEATBase):
                 total[np.ix_(rows, m.features)] += recon
             count[m.features] += 1
         return total / count
+
+
+class NumberScale:
+    """A number column's own scale for FEAT's errors: its observed values through their quantiles to a standard
+    normal (scikit-learn's `QuantileTransformer`), where an error on a skewed, positive column such as a budget is
+    as wide at 1,000 as at 10 million in proportion, and back. From that scale a value never leaves the observed
+    range, so a draw keeps the column's support (docs/design.md, "Imputation")."""
+
+    def __init__(self, observed: np.ndarray):
+        self.qt = QuantileTransformer(n_quantiles=min(N_QUANTILES, len(observed)), output_distribution="normal",
+                                      random_state=0).fit(observed[:, None])
+
+    def to_normal(self, values: np.ndarray) -> np.ndarray:
+        return self.qt.transform(np.asarray(values, np.float64)[:, None])[:, 0]
+
+    def from_normal(self, z: np.ndarray) -> np.ndarray:
+        return self.qt.inverse_transform(np.asarray(z, np.float64)[:, None])[:, 0]
 
 
 def _level_probabilities(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series,

@@ -21,6 +21,7 @@ from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import MEMBER_TOL, Member, MemberChoice, plan_members, prediction_change
 from ..reading.quantile_transform import reads_quantiles
+from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
 from ..reading.run_inputs import RunInputs, fit_run_inputs
 from ..reading.stacked_model import STOP_ROWS, check_stacked_model
@@ -51,12 +52,13 @@ class InContextBase(FEATBase, ABC):
         self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto", view: str | None = "auto", blend: bool = True,
+        precision: str = "auto", view: str | None = "auto", blend: bool = True, read_budget: int | None = READ_CELLS,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.local_context = local_context
         self.view = view
         self.blend = blend
+        self.read_budget = read_budget
 
     # ----------------------------------------------------------------------------------- what subclasses provide
 
@@ -84,7 +86,8 @@ class InContextBase(FEATBase, ABC):
         self.y_ = y
         n, d = self.context_.shape
         width = max(1, self._model_width() - (self.view is not None))     # the stacked model takes one slot
-        n_ctx = n if self.max_context is None else min(n, self.max_context)
+        self.read_plan_ = self.read_plan(n, d, len(self._ovr_classes()))
+        n_ctx = self.read_plan_.rows
         self.reading_choice_ = None
         if size == "auto":
             self.reading_choice_ = choose_local_context(n, self._held_out_loss(X, y, classification, n_ctx), LOCAL_CONTEXT,
@@ -95,7 +98,8 @@ class InContextBase(FEATBase, ABC):
         self.relevance_ = None
         if d > width or local:
             self.relevance_ = relevance(self.context_, y, classification, self.preprocessor_.nominal_, self.random_state)
-        self.members_ = plan_members(n, d, self.n_estimators, width, self.max_context, self.random_state,
+        self.members_ = plan_members(n, d, self.read_plan_.members, width,
+                                     n_ctx if self.read_plan_.capped else self.max_context, self.random_state,
                                      self.relevance_ if d > width else None)
         held = self._split_contexts(size, classification) if local else None
         routes = None if held is None else self._routes(self.context_[held])
@@ -111,6 +115,14 @@ class InContextBase(FEATBase, ABC):
         else:
             self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
         self.reading_ = self._describe_reading()
+
+    def read_plan(self, n_rows: int, n_features: int, runs: int = 1) -> ReadPlan:
+        """What `fit` reads of a context of n_rows labelled rows and n_features features (after preprocessing) whose
+        members read `runs` labellings each (the classes, where more than two are read one against the rest): the
+        members and context rows per member within `read_budget` (`reading.read_budget.plan_reading`)."""
+        width = min(n_features, max(1, self._model_width() - (self.view is not None))) + (self.view is not None)
+        size = LOCAL_CONTEXT if self.local_context == "auto" else self.local_context
+        return plan_reading(n_rows, width, runs, self.n_estimators, self.max_context, size, self.read_budget)
 
     def _checked_local_context(self) -> int | str | None:
         """`local_context` and `view`, refused with a message where they are not one of their values."""
@@ -210,22 +222,28 @@ class InContextBase(FEATBase, ABC):
 
     def _fit_member_inputs(self, m: Member, alone: bool, detail: UnclippedRows, classification: bool,
                            steps: StepCounter, shared: dict[tuple, RunInputs]) -> dict[int | None, RunInputs]:
-        """Member m's target statistics and stacked model for every labelling (`run_inputs.py`), with the `detail`
-        of the context rows. A member that reads every row of a context of at most `STOP_ROWS` rows (not `alone`)
-        takes the fit per labelling and power scale in `shared`, made by the first member that needs it and
-        reordered to its rows; others fit their own (docs/design.md, "Fitted once")."""
-        power, name = self._power(m), f"member {m.index + 1}/{len(self.members_)}"
+        """Member m's target statistics and stacked model for every labelling (`run_inputs.py`), fitted on every
+        context row with its `detail` (the member's own rows first, in its order: `_fit_order`), also where the
+        member reads only some of them. A member that reads every row of a context of at most `STOP_ROWS` rows
+        (not `alone`) takes the fit per labelling and power scale in `shared`, made by the first member that needs
+        it and reordered to its rows; others fit their own (docs/design.md, "Fitted once")."""
+        power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
         if alone:
-            own = detail[m.rows]
-            return {cls: self._fit_run_inputs(m.rows, m.features, m.seed, power, cls, own, classification, steps, name)
+            own = detail[order]
+            return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name)
                     for cls in self._ovr_classes()}
         mine = {}
         for cls in self._ovr_classes():
             if (cls, power) not in shared:
                 shared[cls, power] = self._fit_run_inputs(np.arange(len(self.context_)), m.features, m.seed, power,
                                                           cls, detail, classification, steps, "all members")
-            mine[cls] = shared[cls, power].reordered(m.rows, m.features)
+            mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
+
+    def _fit_order(self, m: Member) -> np.ndarray:
+        """Every context row: member m's rows in its order, then those it does not read, in table order."""
+        rest = np.setdiff1d(np.arange(len(self.context_)), m.rows) if len(m.rows) < len(self.context_) else m.rows[:0]
+        return np.concatenate([m.rows, rest])
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
                         cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,
@@ -297,6 +315,8 @@ class InContextBase(FEATBase, ABC):
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
                      f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
+        if self.read_plan_.capped:
+            parts.append(self.read_plan_.describe(n))
         if self.reading_choice_ is not None:
             parts.append(f"that reading {self.reading_choice_.describe()}")
         if self.member_choice_ is not None:
@@ -331,14 +351,14 @@ class InContextBase(FEATBase, ABC):
                       held: np.ndarray | None) -> RunMatrices:
         """Member m's matrices under labelling `cls`, its fitted target statistics and stacked model applied
         (`run_inputs_`). `held` gives the context row of each query row when the queries are context rows held
-        out of the parts: those of the member's context read their cross-fitted values."""
-        inputs = self.run_inputs_[m.index][cls]
-        ctx, q = inputs.context(self.context_[m.rows]), inputs.queries(xq, detail)
+        out of the parts: they read their cross-fitted values, whether the member reads them or not."""
+        inputs, order = self.run_inputs_[m.index][cls], self._fit_order(m)
+        every = inputs.context(self.context_[order])            # the context rows' values, out of fold
+        ctx, q = every[:len(m.rows)], inputs.queries(xq, detail)
         if held is not None:
-            at = np.full(len(self.context_), -1)
-            at[m.rows] = np.arange(len(m.rows))
-            pos = at[held]
-            q[pos >= 0] = ctx[pos[pos >= 0]]
+            at = np.empty(len(order), np.int64)
+            at[order] = np.arange(len(order))
+            q = every[at[held]]
         stacked = inputs.stacked
         own = np.full(len(q), np.nan) if stacked is None else q[:, 0] * stacked.std + stacked.mean
         return RunMatrices(ctx, inputs.labels(self._labels(cls)[m.rows]), q, own)

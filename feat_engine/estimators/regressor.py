@@ -25,6 +25,7 @@ from .in_context import KEPT_MEMBERS, InContextBase
                       "and column-identity draw; the 2nd, 4th, ... read numeric columns through their context "
                       "quantiles and the target on a power scale.")},
     {"reading_": ("str", "One sentence on how the members read the fitted table."),
+     "read_plan_": ("ReadPlan", "What the engine read within `read_budget`: members, context rows per member, cells."),
      "member_choice_": ("MemberChoice or None", "How many members `fit` kept, and the change each made to the "
                         "held-out predictions; None where no rows are held out.")},
 )

@@ -24,7 +24,8 @@ from ..preprocess import CLIP, UnclippedRows
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
-FIT_ROWS = 50_000   # rows one fit reads at most (a random subset beyond): the fits stay O(1) in the context's rows
+FIT_ROWS = 50_000   # rows one fit of the additive model reads at most (a random subset beyond): a model of about 8
+                    # coefficients a feature is settled long before; the trees read every row (a large table's signal)
 MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree model's native categories
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
@@ -114,10 +115,11 @@ class TreeRows:
 
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
-                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int) -> StackedModel | None:
+                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int,
+                  capped: bool = True) -> StackedModel | None:
     """A candidate: out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the fit
-    on all of them for `StackedModel.fitted` to make; None where there is no single target (more than two classes)
-    or too few rows (or rows of a class) to cross-fit."""
+    on all of them for `StackedModel.fitted` to make, each fit on at most FIT_ROWS of its rows where `capped`; None
+    where there is no single target (more than two classes) or too few rows (or rows of a class) to cross-fit."""
     if classification:
         counts = np.bincount(np.asarray(y, dtype=np.int64))
         counts = counts[counts > 0]
@@ -131,7 +133,7 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
     rng = np.random.default_rng(seed)
 
     def fitted(rows: np.ndarray):
-        if len(rows) > FIT_ROWS:
+        if capped and len(rows) > FIT_ROWS:
             rows = rng.choice(rows, FIT_ROWS, replace=False)
         with warnings.catch_warnings():     # a Newton solver that meets a singular Hessian says so and goes on with
             warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
@@ -206,7 +208,7 @@ def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, 
     stop = len(x_ctx) > STOP_ROWS          # one setting for every fold and the whole-context fit
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
                          lambda: model(random_state=seed, categorical_features=mask, early_stopping=stop,
-                                       max_iter=MAX_ROUNDS if stop else 100), seed)
+                                       max_iter=MAX_ROUNDS if stop else 100), seed, capped=False)
     if view is not None:
         view.rows = rows
     return view
