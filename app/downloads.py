@@ -49,6 +49,22 @@ def predictions_frame(index, y_pred, proba=None, classes=None, y_true=None, targ
     return table
 
 
+def filled_target_table(df: pd.DataFrame, rows, y_pred, target: str) -> pd.DataFrame:
+    """The whole uploaded table, rows in their order, with the predictions `y_pred` of the rows `rows` (row ids of
+    `df`, the rows whose target was missing) in the column `target`, the observed values unchanged, and a column
+    "<target> filled by FEAT" after it: True on the filled rows, False on the others."""
+    out = df.copy()
+    filled = out.index.isin(list(rows))
+    column = out[target].astype(object)
+    column[filled] = pd.Series(list(y_pred), index=list(rows), dtype=object).reindex(out.index[filled]).to_numpy()
+    out[target] = column.infer_objects()
+    flag = f"{target} filled by FEAT"
+    while flag in out.columns:
+        flag += " (FEAT)"
+    out.insert(out.columns.get_loc(target) + 1, flag, filled)
+    return out
+
+
 def merge_columns(original: pd.DataFrame, filled: pd.DataFrame) -> pd.DataFrame:
     """The original table with the columns of `filled` swapped in (same order and index);
     columns the model did not see are kept as they were."""

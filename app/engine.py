@@ -100,7 +100,8 @@ def predict(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame,
     technical sentence on how it read the table, and the same in an analyst's words."""
     def go():
         est.set_params(progress=_phase(progress, f"predicting {len(X_test):,} rows"))
-        said = {"reading": est.reading_, "what_feat_did": what_feat_did(est), "read_rows": est.read_plan_.rows}
+        said = {"reading": est.reading_, "what_feat_did": what_feat_did(est), "read_rows": est.read_plan_.rows,
+                "share": classical_share(est)}
         if isinstance(est, fe.FEATClassifier):
             proba = np.asarray(est.predict_proba(X_test), dtype=float)
             classes = list(est.classes_)
@@ -167,16 +168,31 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
         said.append(f"Each reading took {width} of the {d} columns, the ones most related to the target first.")
     if members[0].local is not None:
         said.append(f"Each row was predicted from the {members[0].local.parts.shape[1]:,} example rows most like it.")
-    kinds = {r.stacked.kind for inputs in est.run_inputs_ for r in inputs.values() if r.stacked is not None}
-    if kinds:
-        model = " and ".join(sorted({"trees": "boosted trees", "additive": "a smooth additive model"}.get(k, k)
-                                    for k in kinds))
-        blend = est.blend_.weight if est.blend_ is not None else 0.0
-        said.append(f"It also fitted {model} to the example rows and read its prediction as one more column"
-                    + (f", and mixed {blend:.0%} of that model's own answer into the final one." if blend else "."))
+    share = classical_share(est)
+    if share is not None:
+        said.append(share)
+        if est.blend_ is not None and est.blend_.weight == 1.0:      # FEAT added nothing: the headline says so
+            said.insert(0, said.pop())
     if len(est.preprocessor_.nominal_):
         said.append("Categories were also read through the target's average in each category.")
     return said
+
+
+def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
+    """How much of the final answer is the classical model's own, in an analyst's words (the blend's weight,
+    chosen on example rows set aside to check); None where no classical model was fitted."""
+    kinds = {r.stacked.kind for inputs in est.run_inputs_ for r in inputs.values() if r.stacked is not None}
+    if not kinds:
+        return None
+    model = " and ".join(sorted({"trees": "boosted trees", "additive": "a smooth additive model"}.get(k, k)
+                                for k in kinds))
+    said = f"FEAT also fitted {model} to the example rows and read its prediction as one more column"
+    if est.blend_ is None or est.blend_.weight == 0.0:
+        return said + "; the final answer is FEAT's own reading."
+    if est.blend_.weight == 1.0:
+        return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on the "
+                f"{model} it fitted beside it, so the final answer is that model's alone.")
+    return said + f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one."
 
 
 IMPUTE_METHOD = ("chained: each incomplete column is predicted in context from the other columns "

@@ -8,6 +8,8 @@ import plotly.graph_objects as go
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
+from app.metrics import card_text
+
 PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
 FEAT_COLOR, DEPENDENCE_COLOR, EDGES_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
     "#2a6f97", "#6a4c93", "#1b998b", "#d4a017", "#e76f51", "#8ab17d")
@@ -24,11 +26,70 @@ def standalone(fig: go.Figure) -> go.Figure:
     return go.Figure(fig).update_xaxes(automargin=True).update_yaxes(automargin=True)
 
 
+# Characters of one line of text that fit a chart half the page wide at a 1,280-px window (the page beside the
+# sidebar is about 820 px there, a half-width chart 402 px), measured in Chromium on Streamlit's theme: a title at
+# its 16 px font takes about 7.2 px a character (54 to a line), less room for wide letters; an x-axis title at
+# 14 px about 6 px a character, centred under the plot, which labels of bars beside it can narrow to 240 px.
+TITLE_CHARS = 46
+AXIS_TITLE_CHARS = 36
+LINE_PX = 20          # the height one more line of a title takes
+# ... and of an option in a selectbox a quarter of the page wide (a form of four columns): 151 px of 14 px text,
+# about 5.9 px a character (25 to a line), less room for wide letters; a longer option is cut, not wrapped
+OPTION_CHARS = 22
+
+
+def wrap(text: str, width: int = TITLE_CHARS) -> str:
+    """`text` in lines of at most `width` characters (Plotly's <br>): broken after the last colon, else comma, else
+    before the last parenthesis that leaves a first line short enough, else between words (a word longer than a
+    line is cut short, ending in …)."""
+    if len(text) <= width:
+        return text
+    for sep, keep in ((": ", 1), (", ", 1), (" (", 0)):
+        at = text.rfind(sep, 0, width + 1)
+        if at > 0:
+            return text[:at + keep] + "<br>" + wrap(text[at + len(sep) - (1 - keep):], width)
+    lines: list[str] = []
+    for word in text.split(" "):
+        word = word if len(word) <= width else word[:width - 1] + "…"
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def lines_of(text: str) -> int:
+    """Lines of a Plotly text (its <br>s plus one)."""
+    return text.count("<br>") + 1
+
+
+HALF_CHART_PX = 402   # a chart half the page wide at a 1,280-px window
+
+
+def axis_chars(labels) -> int:
+    """Characters of an x-axis title line under horizontal bars labelled `labels` in a half-width chart: the title
+    is centred under the plot, which the labels narrow (12 px tick labels and the 14 px title, about 6 px a
+    character each); AXIS_TITLE_CHARS at most."""
+    longest = max((len(str(t)) for t in labels), default=0)
+    return int(max(16, min(AXIS_TITLE_CHARS, (HALF_CHART_PX - 30 - 6 * longest) // 6)))
+
+
+def _cell_text(v) -> str:
+    """A cell's value as a bar's label shows it: numbers as the cards print them, text to 24 characters."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return "empty"
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return card_text(float(v))
+    return str(v)[:24]
+
+
 # --------------------------------------------------------------------------- relations
 
 def cluster_order(m: pd.DataFrame) -> list:
-    """Labels of a square matrix in hierarchical-clustering order (average linkage on
-    1 - the symmetrised |m| scaled to [0, 1]); one order for all heatmaps."""
+    """Labels of a square matrix in hierarchical-clustering order (average linkage on 1 - the symmetrised |m|
+    scaled to [0, 1], leaves in optimal order: neighbours as alike as the tree allows); one order for all heatmaps.
+    The strongest pair (`strongest_pair`) merges first, so it always stands side by side; a column strongly related
+    to two others can stand next to one of them only."""
     labels = list(m.index)
     if len(labels) <= 2:
         return labels
@@ -41,6 +102,17 @@ def cluster_order(m: pd.DataFrame) -> list:
     np.fill_diagonal(d, 0.0)
     z = linkage(squareform(d, checks=False), method="average", optimal_ordering=True)
     return [labels[i] for i in leaves_list(z)]
+
+
+def strongest_pair(m: pd.DataFrame) -> tuple | None:
+    """The two labels of a square matrix with the largest symmetrised |m| off the diagonal (None below two)."""
+    if len(m) < 2:
+        return None
+    a = np.abs(np.nan_to_num(m.to_numpy(dtype=float)))
+    s = (a + a.T) / 2
+    np.fill_diagonal(s, -1.0)
+    i, j = np.unravel_index(int(np.argmax(s)), s.shape)
+    return m.index[min(i, j)], m.index[max(i, j)]
 
 
 def asymmetric_part(a: pd.DataFrame, part: str) -> pd.DataFrame:
@@ -258,7 +330,7 @@ def missingness_bars(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure(go.Bar(x=[str(c) for c in df.columns], y=share.to_numpy(), marker_color="#e76f51",
                            customdata=df.isna().sum().to_numpy(),
                            hovertemplate="%{x}<br>%{y:.1%} empty (%{customdata} cells)<extra></extra>"))
-    fig.update_layout(title="Share of empty cells in each column", height=320, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(title=wrap("Share of empty cells in each column"), height=320, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis=dict(tickformat=".0%", range=[0, max(0.05, float(share.max()) * 1.1)]))
     fig.update_xaxes(tickangle=-60)
     return fig
@@ -272,8 +344,9 @@ def missingness_matrix(df: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go
                                colorscale=[[0, "#edf2f4"], [1, "#1d3557"]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="row %{y}<br>%{x}<br>empty=%{z}<extra></extra>"))
     what = "every row" if len(sub) == len(df) else f"a random sample of {len(sub):,} of the {len(df):,} rows"
-    fig.update_layout(title=f"Where the empty cells are: {what}", height=360,
-                      margin=dict(l=10, r=10, t=40, b=10))
+    title = wrap(f"Where the empty cells are: {what}")
+    fig.update_layout(title=title, height=360 + LINE_PX * (lines_of(title) - 1),
+                      margin=dict(l=10, r=10, t=40 + LINE_PX * (lines_of(title) - 1), b=10))
     fig.update_yaxes(autorange="reversed", showticklabels=False, title="rows")
     fig.update_xaxes(tickangle=-60)
     return fig
@@ -297,7 +370,7 @@ def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target")
     fig = go.Figure()
     for name, p in preds.items():
         fig.add_trace(go.Scatter(x=y_true, y=np.asarray(p, dtype=float), mode="markers", name=name, opacity=0.7,
-                                 marker=dict(size=6, color=METHOD_COLORS.get(name))))
+                                 marker=dict(size=6, color=method_color(name))))     # the baseline in orange
     lo = float(np.nanmin([y_true.min()] + [np.nanmin(p) for p in preds.values()]))
     hi = float(np.nanmax([y_true.max()] + [np.nanmax(p) for p in preds.values()]))
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line=dict(dash="dash", color="#555")))
@@ -311,9 +384,11 @@ def attribution_ranking(attr: pd.DataFrame, unit: str) -> go.Figure:
     mean = attr.abs().mean().sort_values()
     fig = go.Figure(go.Bar(x=mean.to_numpy(), y=[str(c) for c in mean.index], orientation="h", marker_color=FEAT_COLOR,
                            hovertemplate="%{y}<br>mean change %{x:.3g}<extra></extra>"))
-    fig.update_layout(title=f"Which columns move the predictions most ({len(attr):,} rows)",
-                      height=max(320, 22 * len(mean) + 120), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis_title=f"mean change when hidden ({unit})")
+    title, axis = wrap(f"Which columns move the predictions most ({len(attr):,} rows)"), \
+        wrap(f"mean change when hidden ({unit})", axis_chars(mean.index))
+    extra = LINE_PX * (lines_of(title) + lines_of(axis) - 2)
+    fig.update_layout(title=title, height=max(320, 22 * len(mean) + 120) + extra, xaxis_title=axis,
+                      margin=dict(l=10, r=10, t=50 + LINE_PX * (lines_of(title) - 1), b=10))
     fig.update_yaxes(type="category")
     return fig
 
@@ -322,11 +397,13 @@ def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str) 
     """One row's attributions as signed bars, largest magnitude on top, each labelled with its cell's value."""
     order = values.abs().sort_values().index
     v = values[order].to_numpy(dtype=float)
-    labels = [f"{c} = {str(cells[c])[:24]}" for c in order]
+    labels = [f"{c} = {_cell_text(cells[c])}" for c in order]
     fig = go.Figure(go.Bar(x=v, y=labels, orientation="h", marker_color=np.where(v >= 0, "#2a9d8f", "#e76f51"),
                            hovertemplate="%{y}<br>%{x:+.3g}<extra></extra>"))
-    fig.update_layout(title=title, height=max(320, 22 * len(v) + 120), margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis_title=f"change the cell made ({unit})")
+    title, axis = wrap(title), wrap(f"change the cell made ({unit})", axis_chars(labels))
+    extra = LINE_PX * (lines_of(title) + lines_of(axis) - 2)
+    fig.update_layout(title=title, height=max(320, 22 * len(v) + 120) + extra, xaxis_title=axis,
+                      margin=dict(l=10, r=10, t=50 + LINE_PX * (lines_of(title) - 1), b=10))
     fig.update_yaxes(type="category")
     return fig
 
@@ -344,4 +421,86 @@ def imputation_bars(scores: pd.DataFrame, metric: str) -> go.Figure:
     fig.update_layout(barmode="group", height=360, title=f"{metric} per column ({better})",
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+# --------------------------------------------------------------------------- predict view: a two-class target
+
+BASELINE_COLOR = "#f28e2b"      # the classical baseline beside FEAT (LightGBM): an orange against FEAT's blue
+
+
+def method_color(name: str) -> str:
+    """A method's colour in the Predict view's figures: its own where it has one (FEAT's blue), else the
+    baseline's orange, so that FEAT and the baseline never come out in two similar blues."""
+    return METHOD_COLORS.get(name, BASELINE_COLOR)
+
+
+def _cutoff_dot(fig: go.Figure, name: str, x: float, y: float, cutoff: float) -> None:
+    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} at the cut-off {cutoff:g}", showlegend=False,
+                             marker=dict(size=11, color=method_color(name), line=dict(width=1.5, color="#222")),
+                             hovertemplate=f"{name} at the cut-off {cutoff:g}<br>%{{x:.1%}}, %{{y:.1%}}<extra></extra>"))
+
+
+def _rates_layout(fig: go.Figure, title: str, x_title: str, y_title: str, legend_at: str) -> None:
+    """The layout of a chart of two shares (ROC, precision-recall) half the page wide: the titles wrapped to fit
+    (`wrap`), the figure taller for each more line, both axes 0 to 100%, the legend inside the plot in the corner
+    `legend_at` ("bottom" right or "top" right) where the curves seldom run."""
+    title, x_title, y_title = wrap(title), wrap(x_title, AXIS_TITLE_CHARS), wrap(y_title, AXIS_TITLE_CHARS)
+    more = LINE_PX * (lines_of(title) + lines_of(x_title) - 2)
+    fig.update_layout(title=title, height=420 + more, margin=dict(l=10, r=10, t=40 + LINE_PX * (lines_of(title) - 1),
+                                                                  b=10),
+                      legend=dict(x=0.98, xanchor="right", y=0.02 if legend_at == "bottom" else 0.98,
+                                  yanchor=legend_at, bgcolor="rgba(255,255,255,0.8)"),
+                      xaxis=dict(title=x_title, tickformat=".0%", range=[0, 1]),
+                      yaxis=dict(title=y_title, tickformat=".0%", range=[0, 1.02]))
+
+
+def roc_figure(is_positive, scores: dict[str, np.ndarray], positive: str, cutoff: float | None = None) -> go.Figure:
+    """The ROC curve of each method (`sklearn.metrics.roc_curve`) from plain arrays: `is_positive`, whether each
+    held-out row truly is the class `positive`; `scores`, each method's probability of it for the same rows (the
+    holdout must hold both kinds of row). Each legend names the area under its curve (ROC-AUC); a dot marks where
+    the decision `cutoff` puts each method."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    t = np.asarray(is_positive, dtype=bool)
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="coin toss", hoverinfo="skip",
+                               line=dict(dash="dash", color="#999")))
+    for name, s in scores.items():
+        s = np.asarray(s, dtype=float)
+        fpr, tpr, _ = roc_curve(t, s)
+        fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", name=f"{name} (area {roc_auc_score(t, s):.3f})",
+                                 line=dict(color=method_color(name), width=2),
+                                 hovertemplate=f"{name}<br>false alarms %{{x:.1%}}<br>found %{{y:.1%}}<extra></extra>"))
+        if cutoff is not None:
+            chosen = s >= cutoff
+            _cutoff_dot(fig, name, float(chosen[~t].mean()), float(chosen[t].mean()), cutoff)
+    _rates_layout(fig, f"ROC curve for {positive!r}", f"false alarms: others predicted {positive!r}",
+                  f"{positive!r} rows found (recall)", "bottom")
+    return fig
+
+
+def precision_recall_figure(is_positive, scores: dict[str, np.ndarray], positive: str,
+                            cutoff: float | None = None) -> go.Figure:
+    """The precision-recall curve of each method (`sklearn.metrics.precision_recall_curve`) from plain arrays, as
+    `roc_figure` takes them; each legend names its average precision, the dashed line is what predicting every
+    row `positive` at random gets (its share of the rows), and a dot marks where the decision `cutoff` puts each method
+    (none where it predicts no row `positive`)."""
+    from sklearn.metrics import average_precision_score, precision_recall_curve
+
+    t = np.asarray(is_positive, dtype=bool)
+    share = float(t.mean())
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[share, share], mode="lines", hoverinfo="skip",
+                               name=f"guessing ({share:.1%} of the rows are {positive!r})", line=dict(dash="dash", color="#999")))
+    for name, s in scores.items():
+        s = np.asarray(s, dtype=float)
+        precision, recall, _ = precision_recall_curve(t, s)
+        fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines",
+                                 name=f"{name} (average precision {average_precision_score(t, s):.3f})",
+                                 line=dict(color=method_color(name), width=2),
+                                 hovertemplate=f"{name}<br>found %{{x:.1%}}<br>right %{{y:.1%}}<extra></extra>"))
+        chosen = s >= cutoff if cutoff is not None else np.zeros(len(s), dtype=bool)
+        if chosen.any():
+            _cutoff_dot(fig, name, float(chosen[t].mean()), float(t[chosen].mean()), cutoff)
+    _rates_layout(fig, f"Precision and recall for {positive!r}", f"{positive!r} rows found (recall)",
+                  f"{positive!r} predictions right (precision)", "top")
     return fig

@@ -1,6 +1,7 @@
 """Checking tables for the app, without Streamlit: the upload limit, the structure FEAT needs,
 column types and the schema, targets. Reading is the engine's (`feat_engine.io.load_table`), the
-one reader the `feat` CLI uses too, so both take the same files and give the same messages.
+one reader the `feat` CLI uses too, so both take the same files and give the same messages; files
+on the server, by path or SQL query, are read by `feat_engine.sources`.
 
 Every problem a user can cause raises `TableError`, whose `problem` names the file, column or
 value and whose `fix` says what to do; the views show it with `st.error`. Nothing here changes
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from app import summary
-from feat_engine import infer_task, is_continuous
+from feat_engine import infer_task, is_continuous, sources
 from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
@@ -44,15 +45,46 @@ def read_table_bytes(data: bytes, name: str, delimiter: str = "auto", encoding: 
     return loaded
 
 
-def check_table(df: pd.DataFrame, name: str) -> None:
-    """What the app's views need beyond a readable table: two columns or more, and values."""
+def read_source(source: str, sql: bool = False, delimiter: str = "auto",
+                encoding: str = "auto") -> tuple[Loaded, sources.Stamp]:
+    """A table on this server: the file or folder at the path `source` (`feat_engine.sources.open_path`;
+    `delimiter` and `encoding` for text files), or with `sql` the result of the query `source` (`run_sql`),
+    checked as an upload is (`check_table`). With the stamp of the files it read, taken before reading them,
+    so that a file changed while it was read shows as changed."""
+    stamp = sources.source_stamp(source, sql)
+    loaded = sources.run_sql(source) if sql else sources.open_path(source, delimiter, encoding)
+    check_table(loaded.df, loaded.name, query=sql)
+    return loaded, stamp
+
+
+def read_notes(loaded: Loaded) -> list[str]:
+    """What the Data view says of how a table was read: a text file's delimiter and encoding, then the
+    reader's notes."""
+    first = [f"delimiter {DELIMITERS.get(loaded.delimiter, repr(loaded.delimiter))}, encoding {loaded.encoding}"] \
+        if loaded.delimiter else []
+    return first + list(loaded.notes)
+
+
+def source_changes(source: str, sql: bool, before: sources.Stamp) -> list[str]:
+    """How the files the path or query `source` reads differ now from their stamp `before` (`read_source`),
+    file by file: "a.parquet changed", "b.parquet is new", "c.parquet is gone"; [] when none did."""
+    old, new = ({f: rest for f, *rest in stamp} for stamp in (before, sources.source_stamp(source, sql)))
+    return ([f"{f} changed" for f in old if f in new and old[f] != new[f]]
+            + [f"{f} is new" for f in new if f not in old] + [f"{f} is gone" for f in old if f not in new])
+
+
+def check_table(df: pd.DataFrame, name: str, query: bool = False) -> None:
+    """What the app's views need beyond a readable table: two columns or more, and values. `query`: the
+    table is a SQL query's result, which the fixes then speak of."""
     if df.shape[1] == 1:
         raise TableError(
             f"{name}: the table has a single column ({df.columns[0]!r}); FEAT needs at least two "
             "(features and a target, or two columns to impute from each other).",
+            "Select two columns or more." if query else
             "If the file has more columns, pick the right delimiter; otherwise add columns.")
     if df.isna().all(axis=None):
-        raise TableError(f"{name}: every cell is missing.", "Upload a table with values.")
+        raise TableError(f"{name}: every cell is missing.",
+                         "Change the query so that it returns values." if query else "Use a table with values.")
 
 
 # --------------------------------------------------------------------------- size

@@ -3,6 +3,7 @@ plain numpy/pandas/scikit-learn."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,15 @@ METRIC_HELP = {
     "NRMSE": "The typical miss on the filled number cells (root mean squared error) divided by the column's "
              "standard deviation: 1 is about as good as filling in the column's average. Lower is better.",
     "cell accuracy": "The share of filled category cells that got their true value back. Higher is better.",
+    "balanced accuracy": "The share of each class's held-out rows that got their class, averaged over the classes "
+                         "with equal weight: always answering the most common class scores 1 / (number of classes), "
+                         "however rare the others are, where accuracy would score that class's share. Higher is "
+                         "better.",
+    "precision": "Of the held-out rows predicted as this class, the share that truly are. Higher is better.",
+    "recall": "Of the held-out rows that truly are this class, the share predicted as it. Higher is better.",
     "time": "Seconds from the click to the answer: reading the example rows and predicting the others.",
+    "FEAT time": "Seconds from the click to FEAT's final answer, its first answer included (on tables long enough "
+                 "for one): reading the example rows and predicting the others.",
 }
 """What each score means, in an analyst's words: the help of its card."""
 
@@ -85,13 +94,17 @@ def _label_key(v):
 
 
 def classification_metrics(y_true, y_pred, proba: np.ndarray | None = None, classes=None) -> dict[str, float]:
-    """accuracy, macro F1 and ROC-AUC (binary: positive = classes[1]; multiclass: one-vs-rest
-    macro). ROC-AUC is NaN when the holdout has a single class or no probabilities are given.
-    The labels may be of any kind (`label_codes`); `proba`'s columns follow `classes`."""
+    """accuracy, balanced accuracy (the mean recall over the holdout's classes), macro F1 and ROC-AUC (binary:
+    positive = classes[1]; multiclass: one-vs-rest macro). ROC-AUC is NaN when the holdout has a single class or no
+    probabilities are given. The labels may be of any kind (`label_codes`); `proba`'s columns follow `classes`."""
     labels = list(classes) if classes is not None else []
     t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
+    with warnings.catch_warnings():      # a predicted class the holdout lacks: scikit-learn warns, the score stands
+        warnings.simplefilter("ignore", UserWarning)
+        balanced = float(skm.balanced_accuracy_score(t, p)) if len(t) else float("nan")
     out = {
         "accuracy": float(skm.accuracy_score(t, p)),
+        "balanced accuracy": balanced,
         "F1 (macro)": float(skm.f1_score(t, p, average="macro", zero_division=0)),
         "ROC-AUC": float("nan"),
     }
@@ -119,6 +132,46 @@ def confusion(y_true, y_pred, labels) -> pd.DataFrame:
     cm = skm.confusion_matrix(t, p, labels=np.arange(k))
     names = [str(c) for c in labels[:k]]
     return pd.DataFrame(cm, index=pd.Index(names, name="true"), columns=pd.Index(names, name="predicted"))
+
+
+def minority_class(y_true, classes):
+    """The class of `classes` (two of them) with the fewer rows in `y_true`, the positive class of a decision
+    cut-off and of the ROC and precision-recall curves; on a tie, classes[1]."""
+    labels = list(classes)
+    counts = np.bincount(label_codes(y_true, labels), minlength=len(labels))[:2]
+    return labels[0] if counts[0] < counts[1] else labels[1]
+
+
+def at_cutoff(proba: np.ndarray, classes, positive, cutoff: float) -> np.ndarray | None:
+    """The class of each row under a decision cut-off on a two-class model's probabilities: `positive` where its
+    probability is at least `cutoff`, the other class elsewhere (at 0.5, the more likely class, as the model
+    answers). None where `classes` are not two or lack `positive`."""
+    labels = list(classes)
+    at = label_codes([positive], labels)[0]
+    if len(classes) != 2 or at >= 2:
+        return None
+    chosen = np.asarray(proba, dtype=float)[:, at] >= cutoff
+    return np.where(chosen, np.asarray([labels[at]], dtype=object), np.asarray([labels[1 - at]], dtype=object))
+
+
+def precision_recall(y_true, y_pred, positive) -> tuple[float, float]:
+    """Precision and recall of the class `positive`: of the rows predicted as it, the share that are; of the rows
+    that are, the share predicted as it. NaN where no row is predicted as it (precision) or none is it (recall)."""
+    labels = [positive]
+    t, p = label_codes(y_true, labels) == 0, label_codes(y_pred, labels) == 0
+    hits = float(np.sum(t & p))
+    return (hits / p.sum() if p.any() else float("nan"), hits / t.sum() if t.any() else float("nan"))
+
+
+def never_predicted(y_true, y_pred, classes) -> list[tuple[object, int]]:
+    """The classes that rows of `y_true` have but no prediction names, each with how many rows of `y_true` have
+    it, most rows first: a model that never answers a class scores that class's rows all wrong, whatever its
+    accuracy says."""
+    labels = list(classes)
+    t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
+    counts, named = np.bincount(t, minlength=len(labels)), set(p.tolist())
+    missed = [(labels[c], int(counts[c])) for c in np.flatnonzero(counts) if c not in named]
+    return sorted(missed, key=lambda m: -m[1])
 
 
 def compare_table(scores: dict[str, dict[str, float]], seconds: dict[str, float]) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Session state and caches shared by the views (the only helper module that imports Streamlit).
 
 * the model: loaded once per process with `st.cache_resource` (`model_info`);
-* parsed uploads: `st.cache_data` keyed by the sha256 of the uploaded bytes;
+* parsed uploads: `st.cache_data` keyed by the sha256 of the uploaded bytes; tables on the server, by
+  path or SQL query, read once per click, with the stamp of the files read (`open_on_server`);
 * the current dataset and the user's column types: `st.session_state`;
 * results of runs: stored in session state next to the dataset digest and parameters
   they were made with, so a rerun (a widget moved, a download clicked) does not redo them.
@@ -20,8 +21,9 @@ import streamlit as st
 
 from . import downloads, engine
 from . import io as aio
+from .notes import note_words
 
-DS = "dataset"          # dict: name, df, digest, target, source, notes
+DS = "dataset"          # dict: name, df, digest, target, source, notes, detected, origin
 TYPES = "types"         # dict column -> numeric | categorical | ignore (the user's choice)
 SESSION = "s"           # the query parameter that names a browser session's saved work
 KEPT_SESSIONS = 8       # saved sessions the server keeps, the most recently used
@@ -86,20 +88,40 @@ def _sample_cached(key: str) -> tuple[pd.DataFrame, str]:
 
 
 def set_dataset(name: str, df: pd.DataFrame, digest: str, source: str, target: str | None = None,
-                notes: list[str] | None = None) -> None:
-    """Make `df` the current dataset (resets column types and earlier results if it changed)."""
+                notes: list[str] | None = None, origin: dict | None = None) -> None:
+    """Make `df` the current dataset (resets column types and earlier results if it changed). `origin`: for a
+    table read on the server, what was read and when (`open_on_server`)."""
     cur = st.session_state.get(DS)
     if cur is not None and cur["digest"] == digest:
         return
     with st.spinner(f"Detecting the column types of {name} ..."):
         detected = aio.detect_types(df)
     st.session_state[DS] = {"name": name, "df": df, "digest": digest, "source": source, "target": target,
-                            "notes": notes or [], "detected": detected}
+                            "notes": notes or [], "detected": detected, "origin": origin}
     st.session_state[TYPES] = {c: t for c, (t, _) in detected.items()}
     for k in list(st.session_state.keys()):
         if str(k).startswith("result:") or k == FITS:
             del st.session_state[k]
     st.rerun()  # so that the sidebar (drawn before the page) shows the new dataset
+
+
+def open_on_server(source: str, sql: bool = False, delimiter: str = "auto", encoding: str = "auto") -> None:
+    """Make the table at the path `source` on this server, or with `sql` the result of the query `source`, the
+    dataset, as an upload is (`aio.read_source`); it keeps the stamp of the files read and the time, for
+    `server_changes`. TableError when it cannot be read."""
+    loaded, stamp = aio.read_source(source, sql, delimiter, encoding)
+    digest = digest_of(repr((source, sql, delimiter, encoding, stamp)).encode())
+    notes = aio.read_notes(loaded) + ([f"query `{' '.join(source.split())}`"] if sql else [])
+    origin = {"source": source, "sql": sql, "stamp": stamp, "read_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    source_words = "SQL query on this server" if sql else f"file on this server, {loaded.fmt}"
+    set_dataset(loaded.name, loaded.df, digest, source_words, notes=notes, origin=origin)
+
+
+def server_changes() -> list[str]:
+    """For a dataset read on this server, how the files it read differ now from when it was read
+    (`aio.source_changes`); [] for others, and when nothing changed."""
+    origin = (dataset() or {}).get("origin")
+    return aio.source_changes(origin["source"], origin["sql"], origin["stamp"]) if origin else []
 
 
 def load_sample(key: str) -> None:
@@ -146,15 +168,15 @@ def open_page(title: str) -> tuple[dict, pd.DataFrame]:
 
 
 def shown_result(kind: str) -> dict:
-    """The view's stored run on the current table, below a divider with FEAT's warnings on it; without one the
-    page stops here. After a Cancel click, a note that the run stopped comes first."""
+    """The view's stored run on the current table, below a divider with FEAT's warnings on it (in an analyst's
+    words, `note_words`); without one the page stops here. After a Cancel click, a note that the run stopped comes first."""
     said_cancelled(kind)
     res = result(kind)
     if res is None:
         st.stop()
     st.divider()
     for w in res["warnings"]:
-        st.warning(f"FEAT: {w}", icon=":material/warning:")
+        st.warning(f"FEAT: {note_words(w)}", icon=":material/warning:")
     return res
 
 
@@ -271,11 +293,11 @@ def report_button(title: str, parts: list[tuple[str, object]], filename: str, ke
 
 
 def show_error(e: Exception) -> None:
-    """A TableError or EngineError as a red box; never a traceback."""
+    """A TableError or EngineError (in an analyst's words, `note_words`) as a red box; never a traceback."""
     if isinstance(e, aio.TableError):
         st.error(f"**{e.problem}**\n\n{e.fix}" if e.fix else f"**{e.problem}**", icon=":material/error:")
     else:
-        st.error(str(e), icon=":material/error:")
+        st.error(note_words(str(e)), icon=":material/error:")
 
 
 def run_params(**kw) -> dict:

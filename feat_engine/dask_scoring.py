@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 from sklearn.utils.validation import check_is_fitted
 
 from .checkpoint import resolve_model
-from .errors import TableError
-from .io import output_directory, parquet_schema, read_table, write_table
+from .io import output_directory, parts_schema, read_table, write_table
 from .predictions import Fitted, prediction_frame, prediction_meta
 from .progress import Progress
 
@@ -90,15 +89,7 @@ def read_parquet_parts(files: list[str]) -> dd.DataFrame:
     The columns come from the files' footers: TableError names a file whose columns differ from the
     first file's."""
     dd = _require("dask.dataframe")
-    meta = parquet_schema(files[0])
-    for path in files[1:]:
-        columns = list(parquet_schema(path).columns)
-        if columns != list(meta.columns):
-            raise TableError(f"{path}: columns differ from those of {files[0]}: missing "
-                             f"{[c for c in meta.columns if c not in columns]}, unexpected "
-                             f"{[c for c in columns if c not in meta.columns]}, or in another order.",
-                             "Give query files that share one set of columns.")
-    return dd.from_map(read_table, files, meta=meta, label="read-query")
+    return dd.from_map(read_table, files, meta=parts_schema(files), label="read-query")
 
 
 def predict_partitions(estimator: Fitted, query: dd.DataFrame, target: str) -> dd.DataFrame:

@@ -7,6 +7,7 @@ same thing about those they cannot read (docs/design.md, "CLI and file reading")
     got = load_table(data, "t.csv")                     # the frame and how it was read (encoding, delimiter)
     write_table(df, "out.parquet")
     files = parquet_parts("query/*.parquet")           # a directory or glob of Parquet files, in order
+    meta = parts_schema(files)                          # their shared columns and dtypes, from the footers
 
 Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
 detected unless given. In files not delimited by commas, a text column whose every value is a
@@ -322,9 +323,24 @@ def parquet_parts(source: str) -> list[str]:
                          "Check the path or pattern; it should name Parquet files (.parquet, .pq).")
     for p in paths:
         if FORMATS.get(p.suffix.lower()) != "parquet":
-            raise TableError(f"{p}: not a Parquet file; a directory or pattern of query files takes Parquet "
+            raise TableError(f"{p}: not a Parquet file; a directory or pattern of files takes Parquet "
                              "files (.parquet, .pq) only.", "Move the file out, or narrow the pattern (dir/*.parquet).")
     return [str(p) for p in sorted(paths, key=_natural)]
+
+
+def parts_schema(files: list[str]) -> pd.DataFrame:
+    """`parquet_schema` of the first of some Parquet parts, read from the footers; TableError names a part
+    whose columns differ from the first's (in their names or their order)."""
+    meta = parquet_schema(files[0])
+    for path in files[1:]:
+        columns = list(parquet_schema(path).columns)
+        if columns != list(meta.columns):
+            differ = "in another order" if set(columns) == set(meta.columns) else (
+                f"missing {[c for c in meta.columns if c not in columns]}, "
+                f"unexpected {[c for c in columns if c not in meta.columns]}")
+            raise TableError(f"{path}: columns differ from those of {files[0]}: {differ}.",
+                             "Give Parquet files that share one set of columns, in one order.")
+    return meta
 
 
 def output_directory(path: str | os.PathLike) -> Path:

@@ -194,6 +194,43 @@ def test_classification_metrics():
     assert m3["ROC-AUC"] == pytest.approx(1.0)
 
 
+def test_balanced_accuracy_sees_through_the_base_rate():
+    """A model that answers the common class for every row scores that class's share as accuracy, 0.5 as
+    balanced accuracy (the mean share of each class's rows found)."""
+    y = np.array(["good"] * 19 + ["bad"])
+    m = metrics.classification_metrics(y, np.array(["good"] * 20), np.tile([0.1, 0.9], (20, 1)), ["bad", "good"])
+    assert m["accuracy"] == pytest.approx(0.95) and m["balanced accuracy"] == pytest.approx(0.5)
+    m = metrics.classification_metrics(["a", "a", "b", "c"], ["a", "b", "b", "b"])
+    assert m["balanced accuracy"] == pytest.approx((0.5 + 1 + 0) / 3)
+    assert "better" in metrics.METRIC_HELP["balanced accuracy"] and "first answer" in metrics.METRIC_HELP["FEAT time"]
+
+
+def test_a_cut_off_on_the_rarer_class():
+    y = np.array(["good", "good", "bad", "good", "bad", "good"])
+    classes = ["bad", "good"]                      # the rarer class first: its probabilities in column 0
+    assert metrics.minority_class(y, classes) == "bad"
+    assert metrics.minority_class(["x", "y"], ["x", "y"]) == "y" and metrics.minority_class([0, 0, 1], [0, 1]) == 1
+    proba = np.array([[0.1, 0.9], [0.3, 0.7], [0.45, 0.55], [0.6, 0.4], [0.2, 0.8], [0.05, 0.95]])
+    at_half = metrics.at_cutoff(proba, classes, "bad", 0.5)
+    assert at_half.tolist() == np.asarray(classes, dtype=object)[proba.argmax(1)].tolist()   # the model's answer
+    low = metrics.at_cutoff(proba, classes, "bad", 0.2)
+    assert low.tolist() == ["good", "bad", "bad", "bad", "bad", "good"]
+    assert metrics.precision_recall(y, low, "bad") == (pytest.approx(0.5), pytest.approx(1.0))
+    p, r = metrics.precision_recall(y, ["good"] * 6, "bad")
+    assert np.isnan(p) and r == 0.0
+    assert metrics.at_cutoff(proba, classes, "other", 0.5) is None
+    assert metrics.at_cutoff(np.full((2, 3), 1 / 3), ["a", "b", "c"], "a", 0.5) is None
+    # labels of any kind: numpy scalars from the model against plain numbers in the holdout
+    ints = metrics.at_cutoff(np.array([[0.7, 0.3], [0.2, 0.8]]), [np.int64(0), np.int64(1)], 1, 0.25)
+    assert ints.tolist() == [1, 1] and metrics.precision_recall([0, 1], ints, 1) == (0.5, 1.0)
+
+
+def test_classes_never_predicted_are_named_with_their_rows():
+    assert metrics.never_predicted(["g", "b", "g", "b", "x"], ["g"] * 5, ["b", "g", "x"]) == [("b", 2), ("x", 1)]
+    assert metrics.never_predicted(["g", "b"], ["b", "g"], ["b", "g"]) == []
+    assert metrics.never_predicted(["g", "g"], ["g", "g"], ["b", "g"]) == []       # a class not held out: no note
+
+
 def test_sizes_read_in_their_own_unit():
     assert [metrics.size_text(n) for n in (620, 10_100, 12.3 * 2**20, 1.25 * 2**30)] == \
         ["620 B", "9.9 KB", "12.3 MB", "1.2 GB"]
@@ -372,9 +409,44 @@ def test_prediction_figures():
     assert np.asarray(f.data[0].z).tolist() == [[1, 0], [1, 1]]
     s = figures.pred_vs_actual([1, 2, 3], {"FEAT": [1.1, 2.0, 2.9], "LightGBM": [1, 2, 3]})
     assert [t.name for t in s.data] == ["FEAT", "LightGBM", "y = x"] and len(s.data[0].x) == 3
+    assert s.data[0].marker.color == figures.FEAT_COLOR and s.data[1].marker.color == figures.BASELINE_COLOR
     scores = pd.DataFrame({"column": ["x", "x"], "method": ["FEAT", "KNN"], "metric": "NRMSE", "value": [0.5, 0.7]})
     b = figures.imputation_bars(scores, "NRMSE")
     assert [t.name for t in b.data] == ["FEAT", "KNN"]
+
+
+def test_roc_and_precision_recall_figures_from_plain_arrays():
+    from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve
+
+    t = np.array([0, 0, 1, 0, 1, 0, 0, 1], dtype=bool)
+    feat = np.array([0.1, 0.3, 0.8, 0.2, 0.4, 0.6, 0.05, 0.7])
+    gb = np.array([0.2, 0.1, 0.6, 0.5, 0.3, 0.2, 0.1, 0.9])
+    roc = figures.roc_figure(t, {"FEAT": feat, "LightGBM": gb}, "bad", cutoff=0.5)
+    assert roc.layout.title.text == "ROC curve for 'bad'"
+    names = [d.name for d in roc.data]
+    assert names == ["coin toss", f"FEAT (area {roc_auc_score(t, feat):.3f})", "FEAT at the cut-off 0.5",
+                     f"LightGBM (area {roc_auc_score(t, gb):.3f})", "LightGBM at the cut-off 0.5"]
+    fpr, tpr, _ = roc_curve(t, feat)
+    np.testing.assert_allclose(roc.data[1].x, fpr)
+    np.testing.assert_allclose(roc.data[1].y, tpr)
+    assert (roc.data[2].x[0], roc.data[2].y[0]) == (pytest.approx(1 / 5), pytest.approx(2 / 3))   # 0.6 and 0.8, 0.7
+    assert roc.data[1].line.color == figures.FEAT_COLOR and roc.data[3].line.color == figures.BASELINE_COLOR
+    pr = figures.precision_recall_figure(t, {"FEAT": feat, "LightGBM": gb}, "bad", cutoff=0.95)
+    assert pr.layout.title.text == "Precision and recall for 'bad'"
+    precision, recall, _ = precision_recall_curve(t, feat)
+    np.testing.assert_allclose(pr.data[1].x, recall)
+    np.testing.assert_allclose(pr.data[1].y, precision)
+    assert pr.data[1].name == f"FEAT (average precision {average_precision_score(t, feat):.3f})"
+    assert list(pr.data[0].y) == [3 / 8, 3 / 8] and len(pr.data) == 3     # no row as high as 0.95: no dot
+    dot = figures.precision_recall_figure(t, {"FEAT": feat}, "bad", cutoff=0.5).data[-1]
+    assert (dot.x[0], dot.y[0]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert roc.layout.xaxis.title.text == "false alarms: others predicted 'bad'"      # one line each, at 'bad'
+    for fig in (figures.roc_figure(t, {"FEAT": feat}, "a loan written off after a year", 0.5),
+                figures.precision_recall_figure(t, {"FEAT": feat}, "a loan written off after a year", 0.5)):
+        assert all(len(line) <= figures.TITLE_CHARS for line in fig.layout.title.text.split("<br>"))
+        for axis in (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text):
+            assert all(len(line) <= figures.AXIS_TITLE_CHARS for line in axis.split("<br>")), axis
+        assert fig.layout.height > 420                                          # a line more: a taller chart
 
 
 # --------------------------------------------------------------------------- downloads
@@ -410,6 +482,23 @@ def test_predictions_frame_and_merge_and_highlight():
     css = html.split("</style>")[0]
     styled = css.split("{")[0]
     assert "row0_col1" in styled and "row1_col0" in styled and "row0_col0" not in styled  # the NaN cells only
+
+
+def test_whole_table_with_the_target_filled_in():
+    df = pd.DataFrame({"y": [1.5, np.nan, 3.0, np.nan], "x": ["a", "b", "c", "d"]}, index=[10, 11, 12, 13])
+    out = downloads.filled_target_table(df, [11, 13], np.array([2.0, 4.0]), "y")
+    assert list(out.columns) == ["y", "y filled by FEAT", "x"] and list(out.index) == [10, 11, 12, 13]
+    assert out["y"].tolist() == [1.5, 2.0, 3.0, 4.0] and out["y"].dtype == float
+    assert out["y filled by FEAT"].tolist() == [False, True, False, True]
+    assert df["y"].isna().sum() == 2                                      # the upload itself is left as it was
+    text = pd.DataFrame({"c": ["u", None, "v"]})
+    got = downloads.filled_target_table(text, [1], np.array(["w"], dtype=object), "c")
+    assert got["c"].tolist() == ["u", "w", "v"] and got["c filled by FEAT"].tolist() == [False, True, False]
+    taken = pd.DataFrame({"c": [None, "v"], "c filled by FEAT": [1, 2]})   # a column of that name already there
+    assert list(downloads.filled_target_table(taken, [0], ["u"], "c").columns) == \
+        ["c", "c filled by FEAT (FEAT)", "c filled by FEAT"]
+    back = pd.read_parquet(io.BytesIO(downloads.parquet_bytes(out)))
+    pd.testing.assert_frame_equal(back, out.reset_index(drop=True))
 
 
 # --------------------------------------------------------------------------- baselines
@@ -546,3 +635,109 @@ def test_a_run_report_is_one_offline_page_with_every_part():
     assert "<li>seed: 0</li>" in page and "read &lt;it&gt;" in page
     assert page.count("<tr>") == downloads.REPORT_ROWS and f"of {downloads.REPORT_ROWS + 5:,} rows" in page
     assert ">2.50<" in page and page.count("Plotly.newPlot") == 2 and page.count("plotly.js v") == 1
+
+
+# --------------------------------------------------------------------------- text that fits, in an analyst's words
+
+def _lines(text: str) -> list[str]:
+    return text.split("<br>")
+
+
+def test_wrap_keeps_every_line_within_its_budget_and_every_word():
+    for text in ["mean change when hidden (probability of the predicted class)",
+                 "Where the empty cells are: a random sample of 200 of the 4,000 rows",
+                 "FEAT dependence (hiding a column), A − Aᵀ (asymmetric part)",
+                 "Row 1234: predicted a rather long class name of a wine cultivar", "short"]:
+        for width in (figures.TITLE_CHARS, figures.AXIS_TITLE_CHARS, 20):
+            got = figures.wrap(text, width)
+            assert all(len(line) <= width for line in _lines(got)), (got, width)
+            assert got.replace("<br>", " ").replace("( ", "(") == text or got.replace("<br>", " ") == text, got
+    assert figures.wrap("Where the empty cells are: a random sample of 200 of the 4,000 rows") == \
+        "Where the empty cells are:<br>a random sample of 200 of the 4,000 rows"
+    assert figures.wrap("mean change when hidden (probability of the predicted class)", figures.AXIS_TITLE_CHARS) == \
+        "mean change when hidden<br>(probability of the predicted class)"
+    long = figures.wrap("change (" + "x" * 80 + ")", 30)
+    assert all(len(line) <= 30 for line in _lines(long)) and long.endswith("…")
+
+
+def test_chart_titles_fit_a_half_width_chart_at_1280_px():
+    """The titles once cut at a 1,280-px window: the missing-cells chart of a 4,000-row table and the attribution
+    charts' axis titles in the probability unit; every line within its budget, the figure taller for each more."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(4000, 3)), columns=["a", "b", "c"]).mask(rng.random((4000, 3)) < 0.1)
+    attr = pd.DataFrame(rng.normal(size=(20, 3)), columns=["a", "b", "c"])
+    unit = "probability of the predicted class"
+    figs = [figures.missingness_bars(df), figures.missingness_matrix(df),
+            figures.attribution_ranking(attr, unit), figures.row_attribution(attr.iloc[0], attr.iloc[0], "Row 0: "
+                                                                             "predicted class_1", unit)]
+    for fig in figs:
+        assert all(len(line) <= figures.TITLE_CHARS for line in _lines(fig.layout.title.text)), fig.layout.title.text
+        axis = fig.layout.xaxis.title.text or ""
+        assert all(len(line) <= figures.AXIS_TITLE_CHARS for line in _lines(axis)), axis
+    assert figs[1].layout.title.text == "Where the empty cells are:<br>a random sample of 200 of the 4,000 rows"
+    assert figs[1].layout.height == 360 + figures.LINE_PX and figs[1].layout.margin.t == 40 + figures.LINE_PX
+    assert figs[2].layout.xaxis.title.text == "mean change when hidden<br>(probability of the predicted class)"
+    assert figs[3].layout.xaxis.title.text == "change the cell made<br>(probability of the predicted class)"
+    extra = figures.lines_of(figs[2].layout.title.text) - 1 + 1                # the axis title takes two lines
+    assert figs[2].layout.height == max(320, 22 * 3 + 120) + figures.LINE_PX * extra
+    # one row's bars: numbers as the cards print them, and an axis title as narrow as its long labels leave the plot
+    cells = pd.Series({"alcalinity_of_ash": 0.1374081212897, "colour": "deep ruby red, almost purple", "ash": np.nan})
+    fig = figures.row_attribution(pd.Series({"alcalinity_of_ash": 0.3, "colour": -0.2, "ash": 0.1}), cells,
+                                  "Row 117: predicted class_1", unit)
+    labels = list(fig.data[0].y)
+    assert {"alcalinity_of_ash = 0.137", "ash = empty", "colour = deep ruby red, almost pu"} == set(labels)
+    room = (figures.HALF_CHART_PX - 30) // 6 - max(map(len, labels))          # characters the plot leaves
+    lines = _lines(fig.layout.xaxis.title.text)
+    assert len(lines) == 3 and all(len(line) <= min(room, figures.axis_chars(labels)) for line in lines), lines
+
+
+def test_cluster_order_puts_the_strongest_pair_side_by_side():
+    """The strongest pair (by |value|, either direction, a negative correlation too) stands side by side wherever the
+    table lists it, and so does each of three disjoint strong pairs."""
+    lab = list("pqrstu")
+    m = pd.DataFrame(np.where(np.eye(6, dtype=bool), 1.0, 0.1), index=lab, columns=lab)
+    m.loc["p", "s"] = m.loc["s", "p"] = -0.78          # the strongest, two columns apart in the table
+    m.loc["p", "q"] = m.loc["q", "p"] = 0.5
+    m.loc["s", "r"] = m.loc["r", "s"] = 0.45
+    order = figures.cluster_order(m)
+    assert figures.strongest_pair(m) == ("p", "s")
+    assert abs(order.index("p") - order.index("s")) == 1, order
+    pairs = [("p", "t"), ("q", "u"), ("r", "s")]
+    m2 = pd.DataFrame(0.05, index=lab, columns=lab)
+    for (a, b), w in zip(pairs, (0.9, 0.8, 0.7)):
+        m2.loc[a, b] = w                                  # one direction only: the order reads both
+    order = figures.cluster_order(m2)
+    assert all(abs(order.index(a) - order.index(b)) == 1 for a, b in pairs), order
+    with_nan = m.copy()
+    with_nan.loc["u", :] = np.nan                         # a constant column's correlations
+    assert abs(figures.cluster_order(with_nan).index("p") - figures.cluster_order(with_nan).index("s")) == 1
+
+
+def test_engine_notes_in_an_analysts_words():
+    from app.notes import note_words
+
+    assert note_words("query column 'country': 2 rows hold a level the context does not have (e.g. 'Peru'), read "
+                      "as missing") == ("column 'country': 2 of the rows to predict hold a category that none of the "
+                                        "example rows has (e.g. 'Peru'), read as empty")
+    assert note_words("query column 'age': 1 row holds a value that is not a finite number (e.g. 'n/a'), read as "
+                      "missing").startswith("column 'age': 1 of the rows to predict holds a value that is not")
+    assert note_words("dropped 3 context rows whose target 'y' is missing") == \
+        "left out 3 example rows whose target 'y' is empty"
+    said = note_words("FEAT could not use this input: query columns differ from the context's: missing [], "
+                      "unexpected ['z'].")
+    for note in (said, note_words("dropped near-unique text/ID columns ['id']: they cannot generalise"),
+                 note_words("dropped constant (or empty) columns ['k']: they carry no information")):
+        assert "query" not in note and "context" not in note and "dropped" not in note, note
+    assert "unexpected ['z']" in said
+
+
+def test_worse_than_names_the_columns_the_simplest_fill_beats():
+    from app.notes import worse_than
+
+    scores = pd.DataFrame({"column": ["x", "y", "c", "x", "y", "c", "x"],
+                           "metric": ["NRMSE", "NRMSE", "accuracy"] * 2 + ["NRMSE"],
+                           "value": [1.2, 0.5, 0.14, 1.0, 0.9, 0.43, 0.3],
+                           "method": ["FEAT"] * 3 + ["mean/mode"] * 3 + ["KNN"]})
+    assert worse_than(scores) == ["x (NRMSE 1.20 against 1.00)", "c (accuracy 0.14 against 0.43)"]
+    assert worse_than(scores, "KNN") == ["x (NRMSE 1.20 against 0.30)"]
+    assert worse_than(scores[scores["method"] != "mean/mode"]) == []

@@ -1,5 +1,8 @@
-"""Data: upload a table or pick a sample; preview, per-column summaries with type overrides, empty cells."""
+"""Data: upload a table, open one on the server (by path or SQL query) or pick a sample; preview, per-column
+summaries with type overrides, empty cells."""
 from __future__ import annotations
+
+import os
 
 import pandas as pd
 import streamlit as st
@@ -8,6 +11,9 @@ from app import figures, metrics, state
 from app import io as aio
 
 st.title("Data")
+st.markdown("FEAT predicts a column of your table, fills in its empty cells and shows how its columns relate, "
+            "without training on your data.  \n**To start**, pick a sample table below (or upload your own), then "
+            "open **Predict**, **Impute** or **Relations** in the sidebar.")
 
 left, right = st.columns(2, gap="large")
 with left:
@@ -19,12 +25,43 @@ with right:
     st.markdown("##### Your file")
     limit_mb = int(st.get_option("server.maxUploadSize") or aio.MAX_UPLOAD_MB)
     up = st.file_uploader("Upload a table", key="upload")
-    st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to {limit_mb} MB. The encoding "
-               "(UTF-8, UTF-16, Windows-1252) and the delimiter are detected; override them here if needed.")
+    # a larger file never reaches the app: the browser refuses it ("File must be ... or smaller") and sends nothing
+    st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to **{limit_mb} MB**; the uploader refuses a larger file. "
+               "**Larger files: open them by path below.** The encoding (UTF-8, UTF-16, Windows-1252) and the "
+               "delimiter are detected; override them here if needed.")
     c1, c2 = st.columns(2)
     delim_names = {"auto": "auto", ",": "comma ,", ";": "semicolon ;", "\t": "tab", "|": "pipe |"}
     delimiter = c1.selectbox("Delimiter (text files)", list(delim_names), format_func=delim_names.get, key="delimiter")
     encoding = c2.selectbox("Encoding (text files)", ["auto", *aio.ENCODINGS], key="encoding")
+
+    st.markdown("##### Open a file on this server")
+    path = st.text_input("Path of a CSV or Parquet file, or of a folder of Parquet files", key="server_path",
+                         placeholder="data/train.parquet")
+    open_clicked = st.button("Open", key="open_path", help="Read the file or folder (any size that fits in memory)")
+    query = st.text_area("Or a SQL query over such files (DuckDB)", key="server_sql", height=90,
+                         placeholder="SELECT a, b, y FROM 'data/*.parquet' WHERE c > 3")
+    query_clicked = st.button("Run query", key="run_sql", help="Only the columns and rows the query selects are read")
+    st.caption(f"Read on the server that runs this app, not on your computer; a relative path starts from "
+               f"`{os.getcwd()}`. Name files in the query in single quotes.")
+
+
+def open_on_server(source: str, sql: bool) -> None:
+    """Read a path or a query on the server and make the table the dataset; a problem shows as a red box."""
+    try:
+        with st.spinner("Running the query ..." if sql else f"Reading {source} ..."):
+            state.open_on_server(source, sql, delimiter, encoding)
+    except Exception as e:  # a TableError, or anything a reader did not foresee: still no traceback
+        state.show_error(e if isinstance(e, aio.TableError) else aio.TableError(
+            f"{'SQL query' if sql else source}: could not be read ({type(e).__name__}: {str(e)[:200]}).",
+            "Check the files, or export the table to Parquet and open that."))
+        if state.dataset() is not None:
+            st.caption(f"Still showing the previous table, {state.dataset()['name']}.")
+
+
+if open_clicked:
+    open_on_server(path, sql=False)
+if query_clicked:
+    open_on_server(query, sql=True)
 
 # an upload becomes the dataset once per file and reading options, so a sample picked later stays
 attempt = None if up is None else (up.file_id, delimiter, encoding)
@@ -41,18 +78,23 @@ if attempt is not None and st.session_state.get("upload_applied") != attempt:
     if loaded is None and state.dataset() is not None:
         st.caption(f"Still showing the previous table, {state.dataset()['name']}.")
     if loaded is not None:
-        notes = list(loaded.notes)
-        if loaded.delimiter:
-            notes.insert(0, f"delimiter {aio.DELIMITERS.get(loaded.delimiter, repr(loaded.delimiter))}, "
-                            f"encoding {loaded.encoding}")
         st.session_state["upload_applied"] = attempt
         state.set_dataset(up.name, loaded.df, f"{digest}:{delimiter}:{encoding}", f"upload, {loaded.fmt}",
-                          notes=notes)
+                          notes=aio.read_notes(loaded))
 
 ds = state.dataset()
 if ds is None:
-    st.info("Pick a sample table and press **Use this sample**, or upload a file.")
+    st.info("Pick a sample table and press **Use this sample**, upload a file, or open one on this server.")
     st.stop()
+
+changes = state.server_changes()
+if changes:      # nothing is read again on its own: the table, its types and results stay as they are
+    origin = ds["origin"]
+    again = ("run the query (below, under Read) again with **Run query**" if origin["sql"]
+             else f"press **Open** again with the path `{origin['source']}`")
+    st.warning(f"The files of this table have changed since it was read: {', '.join(changes[:3])}"
+               f"{f' and {len(changes) - 3} more' if len(changes) > 3 else ''}. The table in use is the one read "
+               f"at {origin['read_at']}. To read the files as they are now, {again}.", icon=":material/update:")
 
 df: pd.DataFrame = ds["df"]
 st.subheader(ds["name"])

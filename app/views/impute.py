@@ -23,9 +23,10 @@ st.markdown(f"**{n_miss:,}** missing cells in **{int(miss.any(axis=1).sum()):,}*
 with st.form("impute_form"):
     f1, f2, f3 = st.columns(3)
     seed = f1.number_input("Seed", 0, 2**31 - 1, 0, 1, key="imp_seed")
-    n_est = f2.number_input("FEAT members per column", 1, 16, COLUMN_MEMBERS, 1, key="imp_nest",
-                            help="Each incomplete column is predicted by its own FEAT run; more members average "
-                                 "more runs per column (slower).")
+    n_est = f2.number_input("FEAT readings per column", 1, 16, COLUMN_MEMBERS, 1, key="imp_nest",
+                            help="Each incomplete column is predicted from the others by FEAT reading the table, "
+                                 "each time with the rows and columns in another order; more readings average more "
+                                 "answers per column (steadier, slower).")
     max_ctx = f3.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="imp_maxctx")
     draw = st.radio("Fill each cell with", [False, True], horizontal=True, key="imp_draw",
                     format_func=lambda d: ("a draw from what FEAT predicts (each column keeps its spread)" if d
@@ -53,7 +54,7 @@ if go:
         state.store_result("impute", {"filled": out.value["filled"], "confidence": out.value["confidence"],
                                       "drawn": bool(draw), "seconds": out.seconds, "warnings": out.warnings,
                                       "mask": miss, "types": dict(state.types()),
-                                      "settings": [f"FEAT members per column: {int(n_est)}", f"seed: {int(seed)}",
+                                      "settings": [f"FEAT readings per column: {int(n_est)}", f"seed: {int(seed)}",
                                                    f"max context rows: {int(max_ctx) or 'no cap'}",
                                                    "filled with " + ("draws from what FEAT predicts" if draw
                                                                      else "the most likely values")]})

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app import baselines, downloads, engine, figures, metrics, state
+from app.notes import worse_than
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
 
@@ -18,7 +19,8 @@ st.caption("How well does FEAT fill in empty cells? This demo empties cells whos
            "the rows that have none empty: single **cells**, **stripes** (a run of rows in one column) and "
            "**blocks** (a run of rows over several columns). FEAT and the usual methods fill them, and each is "
            "scored against the truth: NRMSE for number columns (the typical miss divided by the column's "
-           "spread; 1 is as good as filling in the average, lower is better), accuracy for category columns. "
+           "spread, lower is better; filling in the average of the cells left visible scores about 1, more where "
+           "the hidden cells differ from the visible ones), accuracy for category columns. "
            f"FEAT's method: {engine.IMPUTE_METHOD}.")
 if len(complete) < 10:
     state.show_error(aio.TableError(
@@ -28,18 +30,33 @@ if len(complete) < 10:
 if len(complete) < len(table):
     st.caption(f"Using the {len(complete):,} complete rows of {len(table):,}.")
 
-MIXES = {"mixed: half cells, stripes, blocks": (0.5, 0.3, 0.2), "cells only": (1.0, 0.0, 0.0),
-         "stripes only": (0.0, 1.0, 0.0), "blocks only": (0.0, 0.0, 1.0)}
+# NRMSE as metrics.imputation_scores computes it: RMSE on the hidden cells over the standard deviation of the
+# column's true values in the rows used (hidden and visible)
+NRMSE_HELP = ("The typical miss on the hidden number cells (root mean squared error) divided by the standard "
+              "deviation of the column's true values in the rows used. 0 is perfect; lower is better. Filling every "
+              "hidden cell with the average of the cells left visible scores about 1 where the hidden cells are "
+              "like the rest, and above 1 where they differ from the visible ones, as they can where stripes or "
+              "blocks hide a run of neighbouring rows.")
+# shares of the hidden cells in single cells, stripes and blocks; the names fit a quarter of the form at a 1,280-px
+# window (`figures.OPTION_CHARS`), the detail is in the selectbox's help
+MIXES = {"mixed": (0.5, 0.3, 0.2), "cells only": (1.0, 0.0, 0.0), "stripes only": (0.0, 1.0, 0.0),
+         "blocks only": (0.0, 0.0, 1.0)}
 with st.form("mask_form"):
     f1, f2, f3, f4 = st.columns(4)
     rate = f1.slider("Share of cells hidden", 0.05, 0.6, 0.2, 0.05, key="mask_rate")
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="mask_seed")
-    mix_name = f3.selectbox("Mask kinds", list(MIXES), key="mask_mix")
+    mix_name = f3.selectbox("Mask kinds", list(MIXES), key="mask_mix",
+                            help="Which cells are hidden: single **cells**, **stripes** (a run of rows in one column) "
+                                 "or **blocks** (a run of rows over several columns). **mixed**: half of the hidden "
+                                 "cells single, 30% in stripes, 20% in blocks.")
     max_rows = f4.number_input("Rows used (max)", 10, 100_000, min(500, len(complete)), 50, key="mask_rows",
                                help="A random sample of the complete rows, to keep the demo fast.")
     methods = st.multiselect("Baselines", list(baselines.BASELINE_IMPUTERS), default=list(baselines.BASELINE_IMPUTERS),
                              key="mask_methods")
-    n_est = st.number_input("FEAT members per column", 1, 16, COLUMN_MEMBERS, 1, key="mask_nest")
+    n_est = st.number_input("FEAT readings per column", 1, 16, COLUMN_MEMBERS, 1, key="mask_nest",
+                            help="How many times FEAT reads the table for each column it fills, each time with the "
+                                 "rows and columns in another order, and averages the answers: more readings are "
+                                 "steadier and slower.")
     go = st.form_submit_button("Hide cells and impute", type="primary", key="mask_run")
 
 if go:
@@ -83,7 +100,7 @@ if go:
         state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
                                        "mix": mix_name, "settings": [f"seed: {int(seed)}",
-                                                                     f"FEAT members per column: {int(n_est)}",
+                                                                     f"FEAT readings per column: {int(n_est)}",
                                                                      f"rows used: {len(truth):,}"]})
 
 res = state.shown_result("masking")
@@ -95,7 +112,7 @@ overall["seconds"] = pd.Series(res["seconds"])
 overall.index.name = "method"
 fo = overall.loc["FEAT"]
 c1, c2, c3 = st.columns(3)
-c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=metrics.METRIC_HELP["NRMSE"])
+c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=NRMSE_HELP)
 c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help=metrics.METRIC_HELP["cell accuracy"])
 c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
 st.markdown("#### Overall (mean over columns)")
@@ -103,6 +120,14 @@ st.dataframe(overall.style.format(metrics.card_text), width="stretch")
 heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
 report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"])]),
           ("Overall (mean over columns)", overall.reset_index())]
+worse = worse_than(scores, "mean/mode")
+if worse:          # the simplest fill beats FEAT on these columns: say so, by name
+    said = (f"FEAT fills {'one column' if len(worse) == 1 else f'{len(worse)} columns'} worse than **mean/mode** "
+            f"(each column's average, or its most frequent category) in this run: {', '.join(worse)}. There the "
+            "simplest fill is the better one. Scores on a few hidden cells vary from run to run (try another seed): "
+            "**Per-column scores** gives how many cells were hidden.")
+    st.info(said, icon=":material/info:")
+    report.append(("Where FEAT does worse than mean/mode", [said.replace("**", "")]))
 for metric in ("NRMSE", "accuracy"):
     if (scores["metric"] == metric).any():
         bars = figures.imputation_bars(scores, metric)

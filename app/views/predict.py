@@ -1,7 +1,10 @@
 """Predict: pick a target; Evaluate on a holdout next to a GBDT, or Fill in missing targets."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 from sklearn.model_selection import train_test_split
 
@@ -90,6 +93,7 @@ with st.form("predict_form"):
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
 if submitted:
+    clicked = time.perf_counter()      # FEAT's time runs from the click to its final answer, the first included
     params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
                               precision=precision)
     try:
@@ -121,7 +125,7 @@ if submitted:
                        f"rows, predicting {len(te):,} ...", expanded=True) as status:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
-            fitted, refine = None, ""
+            fitted, first, refine = None, None, ""
             if est is None:      # a second click on the same data and settings reads the kept fit
                 if len(tr) > engine.FIRST_ANSWER_ROWS:
                     first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
@@ -134,8 +138,8 @@ if submitted:
                 state.keep_fit(key, est)
             out = engine.predict(est, X_te, state.progress_callback(bar, refine))
             if fitted is not None:
-                out.seconds += fitted.seconds
                 out.warnings[:0] = [w for w in fitted.warnings if w not in out.warnings]
+            out.seconds = time.perf_counter() - clicked      # the first answer, the full reading and the predictions
             bar.progress(1.0, text=f"FEAT done in {state.seconds_text(out.seconds)}")
             gb, gb_error = None, None
             if mode == "Evaluate" and with_gbdt:
@@ -157,6 +161,7 @@ if submitted:
         state.store_result("predict", {"target": target, "task": task, "mode": mode, "test_index": table.index[te],
                                        "y_true": y_all.iloc[te] if mode == "Evaluate" else None,
                                        "feat": out.value, "feat_seconds": out.seconds, "warnings": out.warnings,
+                                       "first_seconds": first.seconds if first is not None else None,
                                        "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr),
                                        "fit_reused": fitted is None, "fit_key": key, "X_test": X_te,
                                        "settings": [f"FEAT ensemble members: {int(n_est)}", f"seed: {int(seed)}",
@@ -181,19 +186,53 @@ if res.get("gbdt_error"):
     st.warning(res["gbdt_error"], icon=":material/warning:")
 
 if res["mode"] == "Evaluate":
-    y_true = res["y_true"]
+    y_true, gb = res["y_true"], res["gbdt"]
+    runs = {"FEAT": feat, **({gb["name"]: gb} if gb else {})}
+    answers = {name: run["pred"] for name, run in runs.items()}     # each method's answer for each held-out row
+    two = task_r == "classification" and len(feat["classes"]) == 2
+    if two:     # a decision cut-off on the probability of the rarer class: the stored probabilities, read again
+        positive = metrics.minority_class(y_true, feat["classes"])
+        if st.session_state.get("pred_cutoff_for") != res["fit_key"] or "pred_cutoff" not in st.session_state:
+            st.session_state["pred_cutoff"], st.session_state["pred_cutoff_for"] = 0.5, res["fit_key"]
+        t1, t2, t3 = st.columns([2, 1, 1])
+        cutoff = t1.slider(f"Cut-off for '{positive}'", 0.01, 0.99, step=0.01, key="pred_cutoff",
+                           help=f"A held-out row is predicted '{positive}' when its probability of '{positive}' is at "
+                                "least this. At 0.5 it is the more likely class, as FEAT answers; lower finds more "
+                                f"of the '{positive}' rows at the price of more false alarms. The confusion matrices, "
+                                "accuracy, balanced accuracy and F1 follow it, for every method; ROC-AUC does not (it "
+                                "reads the probabilities alone), and the predictions below keep FEAT's own answer.")
+        for name, run in runs.items():
+            at_cut = metrics.at_cutoff(run["proba"], run["classes"], positive, cutoff)
+            answers[name] = answers[name] if at_cut is None else at_cut
+        prec, rec = metrics.precision_recall(y_true, answers["FEAT"], positive)
+        t2.metric(f"FEAT precision for '{positive}'", metrics.card_text(prec), help=metrics.METRIC_HELP["precision"])
+        t3.metric(f"FEAT recall for '{positive}'", metrics.card_text(rec), help=metrics.METRIC_HELP["recall"])
+        if gb:
+            gp, gr = metrics.precision_recall(y_true, answers[gb["name"]], positive)
+            t1.caption(f"{gb['name']} at this cut-off: precision {metrics.card_text(gp)}, recall {metrics.card_text(gr)}.")
+        report[0][1].append(f"cut-off for '{positive}': {cutoff:g}")
     scores, secs = {}, {"FEAT": res["feat_seconds"]}
-    if task_r == "classification":
-        scores["FEAT"] = metrics.classification_metrics(y_true, feat["pred"], feat["proba"], feat["classes"])
-    else:
-        scores["FEAT"] = metrics.regression_metrics(y_true, feat["pred"])
-    gb = res["gbdt"]
+    for name, run in runs.items():
+        scores[name] = (metrics.classification_metrics(y_true, answers[name], run["proba"], run["classes"])
+                        if task_r == "classification" else metrics.regression_metrics(y_true, run["pred"]))
     if gb:
-        scores[gb["name"]] = (metrics.classification_metrics(y_true, gb["pred"], gb["proba"], gb["classes"])
-                              if task_r == "classification" else metrics.regression_metrics(y_true, gb["pred"]))
         secs[gb["name"]] = gb["seconds"]
+    if task_r == "classification":       # a class never predicted: its rows all wrong, whatever accuracy says
+        counts = pd.Series(y_true).value_counts()
+        for name, run in runs.items():
+            for cls, n in metrics.never_predicted(y_true, answers[name], run["classes"]):
+                move = ("" if not two else f", and try a {'lower' if cls == positive else 'higher'} cut-off for "
+                        f"'{positive}' above")
+                st.warning(f"**{name} predicts no held-out row as '{cls}'**{' at this cut-off' if two else ''}, though "
+                           f"{n:,} of the {len(y_true):,} held-out rows are '{cls}': it missed every one of them. "
+                           f"Always answering '{counts.index[0]}', the most common class, would score an accuracy of "
+                           f"{metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
+                           f"{metrics.card_text(scores[name]['accuracy'])}), so accuracy says little here: read the "
+                           f"balanced accuracy ({metrics.card_text(scores[name]['balanced accuracy'])}){move}.",
+                           icon=":material/warning:")
     table_scores = metrics.compare_table(scores, secs)
-    main_keys = ["ROC-AUC", "accuracy", "F1 (macro)"] if task_r == "classification" else ["RMSE", "R²", "MAE"]
+    main_keys = (["ROC-AUC", "accuracy", "balanced accuracy", "F1 (macro)"] if task_r == "classification"
+                 else ["RMSE", "R²", "MAE"])
     mc = st.columns(len(main_keys) + 1)
     for col, k in zip(mc, main_keys):
         v = scores["FEAT"][k]
@@ -202,10 +241,14 @@ if res["mode"] == "Evaluate":
             delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True, digits=2)} vs {gb['name']}"
         col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
+    first_s = res.get("first_seconds")
     mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
-                  help=metrics.METRIC_HELP["time"] + (" This run reused what FEAT learned from the same example rows "
-                                                      "with the same settings, so it paid for the predictions alone."
-                                                      if res.get("fit_reused") else ""))
+                  help=metrics.METRIC_HELP["FEAT time"]
+                  + (f" Here the first answer came after {state.seconds_text(first_s)}." if first_s else "")
+                  + (" This run reused what FEAT learned from the same example rows with the same settings, so it "
+                     "paid for the predictions alone." if res.get("fit_reused") else ""))
+    if feat.get("share"):
+        st.caption(feat["share"])
     st.dataframe(table_scores.style.format(metrics.card_text), width="stretch")
     report.append(("Scores", table_scores))
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
@@ -213,18 +256,26 @@ if res["mode"] == "Evaluate":
     if task_r == "classification":
         labels = list(feat["classes"])
         c1, c2 = st.columns(2)
-        figs = [figures.confusion_figure(metrics.confusion(y_true, feat["pred"], labels), "FEAT confusion matrix")]
-        if gb:
-            figs.append(figures.confusion_figure(metrics.confusion(y_true, gb["pred"], labels),
-                                                 f"{gb['name']} confusion matrix"))
+        figs = [figures.confusion_figure(metrics.confusion(y_true, answers[name], labels), f"{name} confusion matrix")
+                for name in runs]
         for col, fig, key in zip((c1, c2), figs, ("cm_feat", "cm_gbdt")):
             col.plotly_chart(fig, width="stretch", key=key)
             report.append((fig.layout.title.text, fig))
+        is_positive = metrics.label_codes(y_true, [positive]) == 0 if two else None
+        if two and is_positive.any() and not is_positive.all():      # both classes held out: the curves
+            chances = {}
+            for name, run in runs.items():
+                at = metrics.label_codes([positive], list(run["classes"]))[0]
+                if run["proba"] is not None and at < len(run["classes"]):
+                    chances[name] = np.asarray(run["proba"], dtype=float)[:, at]
+            c3, c4 = st.columns(2)
+            for col, fig, key in zip((c3, c4), (figures.roc_figure(is_positive, chances, str(positive), cutoff),
+                                                figures.precision_recall_figure(is_positive, chances, str(positive),
+                                                                                cutoff)), ("roc", "pr")):
+                col.plotly_chart(fig, width="stretch", key=key)
+                report.append((fig.layout.title.text, fig))
     else:
-        preds = {"FEAT": feat["pred"]}
-        if gb:
-            preds[gb["name"]] = gb["pred"]
-        fig = figures.pred_vs_actual(y_true, preds, str(tgt))
+        fig = figures.pred_vs_actual(y_true, answers, str(tgt))
         st.plotly_chart(fig, width="stretch", key="pva")
         report.append(("Predicted against actual", fig))
 
@@ -276,3 +327,19 @@ try:
                        f"feat_predictions_{tgt}.parquet", "application/octet-stream", key="dl_pred_parquet")
 except aio.TableError as e:
     d2.caption(str(e))
+
+if res["mode"] == "Fill in":     # the whole table as uploaded, the empty targets filled and marked
+    whole = downloads.filled_target_table(ds["df"], res["test_index"], feat["pred"], tgt)
+    flag = whole.columns[whole.columns.get_loc(tgt) + 1]
+    st.markdown("#### The whole table, filled in")
+    st.caption(f"All {len(whole):,} rows in their uploaded order, with FEAT's prediction in each of the "
+               f"{int(whole[flag].sum()):,} empty '{tgt}' cells and the known values as they were; the column "
+               f"'{flag}' says which rows FEAT filled (True) and which were known (False).")
+    w1, w2 = st.columns(2)
+    w1.download_button("Download the whole table, filled in (CSV)", downloads.csv_bytes(whole),
+                       f"feat_filled_{tgt}.csv", "text/csv", key="dl_whole_csv")
+    try:
+        w2.download_button("Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
+                           f"feat_filled_{tgt}.parquet", "application/octet-stream", key="dl_whole_parquet")
+    except aio.TableError as e:
+        w2.caption(str(e))

@@ -16,7 +16,9 @@ st.caption("How strongly the columns of the table relate, six ways, side by side
            "columns i and j are directly linked rather than through other columns. **FEAT attention**: where the "
            "model looks when it reads column i; it shows how FEAT reads the table more than how the columns "
            "relate. **Mutual information**, **Pearson** and **Spearman** are the classical measures, for "
-           "comparison. Every heatmap lists the columns in one order, related columns next to each other. On "
+           "comparison. Every heatmap lists the columns in one order, from a clustering of one matrix (FEAT edges "
+           "unless you choose another under **Order the columns by**): the pairs it relates most strongly stand next "
+           "to each other. On "
            "tables whose true links are known, FEAT edges found them most often, then mutual information.")
 FEAT_MATS = {"FEAT attention": "FEAT attention", "FEAT dependence": "FEAT dependence (hiding a column)",
              "FEAT edges": "FEAT edges (chance of a direct link)"}
@@ -54,16 +56,26 @@ if go:
         state.show_error(e)
     else:
         mats = out.value
-        order = figures.cluster_order(mats["FEAT attention"])
-        state.store_result("relations", {"mats": mats, "order": order, "target": tgt, "seconds": out.seconds,
+        state.store_result("relations", {"mats": mats, "target": tgt, "seconds": out.seconds,
                                          "warnings": out.warnings, "n_rows": len(sub),
                                          "settings": [f"seed: {int(seed)}", f"FEAT ensemble members: {int(n_est)}"]})
 
 res = state.shown_result("relations")
-mats, order, tgt = res["mats"], res["order"], res["target"]
-part = st.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
+mats, tgt = res["mats"], res["target"]
+p1, p2 = st.columns([3, 2])
+part = p1.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                 key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
                                      "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on i).")
+ORDER_FROM = "FEAT edges"      # the measure that found true links most often (the caption above)
+order_by = p2.selectbox("Order the columns by", list(mats), index=list(mats).index(ORDER_FROM), key="rel_order_by",
+                        help="The heatmaps' axes follow a clustering of this matrix (the size of its values, either "
+                             "direction): the columns it relates most strongly stand next to each other.")
+order = figures.cluster_order(mats[order_by])
+pair = figures.strongest_pair(mats[order_by])
+st.caption(f"The axes of every heatmap are in the order of a clustering of **{order_by}**: the columns it relates "
+           "most strongly stand next to each other"
+           + (f", its strongest pair ({pair[0]} and {pair[1]}) side by side" if pair else "")
+           + ". Pairs strong in another matrix can stand apart: order by that matrix to see them together.")
 maps = {"hm_dependence": figures.heatmap(figures.asymmetric_part(mats["FEAT dependence"], part), order,
                                          f"{FEAT_MATS['FEAT dependence']}, {figures.PARTS[part]}",
                                          diverging=part == "A-AT", blank_diagonal=True),
@@ -77,7 +89,8 @@ maps = {"hm_dependence": figures.heatmap(figures.asymmetric_part(mats["FEAT depe
 for col, (key, fig) in zip([c for _ in range(3) for c in st.columns(2)], maps.items()):
     col.plotly_chart(fig, width="stretch", key=key)
 report = [("The run", [f"{len(order)} columns, {res['n_rows']:,} rows" + (f", target {tgt!r}" if tgt else ""),
-                       *res.get("settings", []), f"time: {state.seconds_text(res['seconds'])}"])]
+                       *res.get("settings", []), f"heatmap axes ordered by a clustering of {order_by}",
+                       f"time: {state.seconds_text(res['seconds'])}"])]
 report += [(fig.layout.title.text, fig) for fig in maps.values()]
 
 st.markdown("#### Dependency graph")

@@ -1,0 +1,56 @@
+"""What the views say in an analyst's words about FEAT's notes and results (no Streamlit, no model): the engine's
+warnings as the page shows them (`note_words`), and the columns of a masking run that FEAT fills worse than the
+simplest method (`worse_than`)."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+# the engine's warnings -> an analyst's words (a display choice: the engine's own stay as the CLI prints them).
+# The engine says "context" for the rows it learns from and "query" for the rows it predicts; the app says
+# example rows and rows to predict.
+_NOTE_WORDS = [
+    (re.compile(r"^query column (.+?): (\S+) rows? (holds?) "), r"column \1: \2 of the rows to predict \3 "),
+    (re.compile(r"^X column "), "column "),
+    (re.compile(r"\ba level the context does not have\b"), "a category that none of the example rows has"),
+    (re.compile(r"\bread as missing\b"), "read as empty"),
+    (re.compile(r"\bdropped (\S+) context rows? whose target (.+) is missing"),
+     r"left out \1 example rows whose target \2 is empty"),
+    (re.compile(r"\bdropped near-unique text/ID columns (.+): they cannot generalise"),
+     r"left out the columns \1: they hold a different text in almost every row (names, IDs), which says nothing "
+     r"about other rows"),
+    (re.compile(r"\bdropped constant \(or empty\) columns (.+): they carry no information"),
+     r"left out the columns \1: every cell holds the same value, or none"),
+    (re.compile(r"\bquery columns differ from the context's\b"),
+     "the columns of the rows to predict differ from the example rows'"),
+    (re.compile(r"\bcontext rows\b"), "example rows"),
+    (re.compile(r"\bquery rows\b"), "rows to predict"),
+    (re.compile(r"\bthe context\b(?!')"), "the example rows"),
+]
+
+
+def note_words(note: str) -> str:
+    """One of FEAT's warnings in an analyst's words ("query column 'country': 2 rows hold a level the context does
+    not have (e.g. 'Peru'), read as missing" -> "column 'country': 2 of the rows to predict hold a category that
+    none of the example rows has (e.g. 'Peru'), read as empty")."""
+    for pattern, words in _NOTE_WORDS:
+        note = pattern.sub(words, note)
+    return note
+
+
+def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = "FEAT") -> list[str]:
+    """The columns of a masking run (`metrics.imputation_scores` rows with a `method` column) where `method` scores
+    worse than `baseline`: a higher NRMSE, a lower accuracy; each as "name (accuracy 0.14 against 0.43)", in the
+    table's column order. [] where either method is missing."""
+    wide = scores.pivot_table(index=["column", "metric"], columns="method", values="value", sort=False)
+    if method not in wide or baseline not in wide:
+        return []
+    out = []
+    for (column, metric), row in wide.iterrows():
+        ours, theirs = row[method], row[baseline]
+        if pd.isna(ours) or pd.isna(theirs):
+            continue
+        if (ours > theirs) if metric == "NRMSE" else (ours < theirs):
+            out.append(f"{column} ({metric} {ours:.2f} against {theirs:.2f})")
+    return out

@@ -1,0 +1,106 @@
+"""Peak memory of the app's Evaluate run, measured: the numbers behind the app's memory check (`app/io.py`).
+
+For each table size (rows x columns), a fresh Python process builds the table as the Data view holds it (numbers,
+every fifth column a 6-level text column, a yes/no target: `tests/app_driver.write_wide_csv`'s generator), notes
+its resident memory, then runs what Predict's Evaluate runs through `app/engine.py` at the view's defaults (the
+first answer, then fit and predict on a 75/25 split) and reports the peak resident memory above that note
+(`resource.getrusage`). A least-squares line through the points, bytes = a + b x cells, is the memory model;
+`app/io.py` `RUN_BYTES_FIXED` and `RUN_BYTES_PER_CELL` hold its coefficients, with the margin said there.
+
+    python bench/memory.py                                  # 10k, 100k and 1M rows x 20 columns; 100k x 10 and 50
+    python bench/memory.py --sizes 10000x20,100000x20
+
+Writes the "memory" section of docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = "10000x20,100000x20,1000000x20,100000x10,100000x50"
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+import numpy as np, pandas as pd, psutil
+from sklearn.model_selection import train_test_split
+from app import engine
+from app import io as aio
+n, d = {n}, {d}
+rng = np.random.default_rng(0)
+x = rng.standard_normal((n, d - 1)).round(4)
+df = pd.DataFrame(x, columns=[f"x{{i}}" for i in range(d - 1)])
+for i in range(4, d - 1, 5):
+    df[f"x{{i}}"] = np.asarray(["north", "south", "east", "west", "up", "down"])[(x[:, i] * 2 + 3).clip(0, 5).astype(int)]
+df["y"] = np.where(x[:, 0] + 0.5 * x[:, 1] * x[:, 2] + 0.5 * rng.standard_normal(n) > 0, "yes", "no")
+table, _ = aio.apply_schema(df, {{c: t for c, (t, _) in aio.detect_types(df).items()}})
+base = psutil.Process().memory_info().rss
+t0 = time.perf_counter()
+X, y = table.drop(columns=["y"]), table["y"]
+tr, te = train_test_split(np.arange(n), test_size=0.25, random_state=0, stratify=y)
+plan = engine.reading_plan("classification", {{}}, len(tr), X.shape[1], 2)
+params = {{"n_estimators": plan.members, "random_state": 0}}
+engine.first_answer(X.iloc[tr], y.iloc[tr], X.iloc[te], "classification", params)
+fitted = engine.fit(X.iloc[tr], y.iloc[tr], "classification", params)
+engine.predict(fitted.value, X.iloc[te])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"rows": n, "cols": d, "cells": n * d, "base": base, "peak": peak, "extra": peak - base,
+                  "seconds": time.perf_counter() - t0, "members": plan.members, "rows_read": plan.rows}}))
+"""
+
+
+def measure(args) -> list[dict]:
+    recs = []
+    for size in args.sizes.split(","):
+        n, d = (int(v) for v in size.split("x"))
+        code = CHILD.format(root=str(ROOT), tests=str(ROOT / "tests"), n=n, d=d)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        rec = json.loads(out.stdout.strip().splitlines()[-1])
+        recs.append(rec)
+        print(f"[memory] {n:,} x {d}: {rec['extra'] / 2**30:.2f} GiB above the table, {rec['seconds']:.0f} s",
+              flush=True)
+    return recs
+
+
+def fit_line(recs: list[dict]) -> tuple[float, float]:
+    """(a, b) of extra bytes = a + b x cells, least squares."""
+    cells = np.array([r["cells"] for r in recs], float)
+    extra = np.array([r["extra"] for r in recs], float)
+    b, a = np.polyfit(cells, extra, 1)
+    return float(a), float(b)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default=SIZES, help="rows x columns, comma-separated")
+    C.add_common_args(p, section="memory")
+    args = p.parse_args(argv)
+    command, started, t0 = C.command_line("memory.py", argv), C.now(), time.perf_counter()
+    info = C.machine()
+    recs = measure(args)
+    a, b = fit_line(recs)
+    rows = [[f"{r['rows']:,} × {r['cols']}", f"{r['cells']:,}", f"{r['extra'] / 2**30:.2f}",
+             f"{(a + b * r['cells']) / 2**30:.2f}", f"{r['members']} × {r['rows_read']:,}", f"{r['seconds']:,.0f}"]
+            for r in recs]
+    body = ["Peak resident memory of Predict's Evaluate run (first answer, fit, predict) above the loaded table, "
+            "at the view's defaults; the line through them is the app's memory model.", "",
+            *C.markdown_table(["table", "cells", "measured GiB", "line GiB", "FEAT read (members × rows)", "s"],
+                              rows), "",
+            f"Line: extra bytes = {a:,.0f} + {b:,.1f} × cells.", "", *C.provenance(command, started, info,
+                                                                                   time.perf_counter() - t0)]
+    C.finish("memory", body, args, {"command": command, "started": started, "machine": info, "runs": recs,
+                                    "line": {"fixed": a, "per_cell": b}})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,168 @@
+"""Tables on this machine's disk, for data too large to upload: a CSV/TSV (or Excel) file, a Parquet file,
+a directory or glob of Parquet files, or a SQL query over such files. Parquet files and queries are read
+through an embedded DuckDB, which reads only the columns and row groups a query needs; text and Excel files
+through `load_table`, so their encoding, delimiter and notes are those an upload of the file gets.
+
+    got = open_path("data/")                                     # Loaded: the directory's Parquet parts, in order
+    got = run_sql("SELECT a, b FROM 'data/*.parquet' WHERE c > 3")
+    stamp = source_stamp("data/")                                # the files read, with their size and mtime
+    changed = source_stamp("data/") != stamp                     # a file changed, came or went
+
+Every problem raises `TableError` whose `problem` names the path, the query or the value and whose `fix`
+says what to do; DuckDB's own errors are quoted by their first line.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from .errors import TableError
+from .io import Loaded, load_table, names_parts, parquet_parts, parts_schema, table_format
+
+QUERY_STARTS = ("select", "with", "from", "values", "(")   # the first word of a query run_sql runs
+_QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")   # 'a string' or "an identifier" in SQL
+
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def _where() -> str:
+    return f"paths are read on the machine FEAT runs on; a relative path starts from {os.getcwd()}"
+
+
+@contextmanager
+def _connection(what: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh in-memory DuckDB connection that installs no extension; DuckDB's errors become TableError
+    naming `what` and quoting DuckDB's first line."""
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
+    try:
+        yield con
+    except duckdb.Error as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        said = " ".join(lines[:1] + [ln for ln in lines[1:] if ln.startswith("Candidate bindings")])
+        raise TableError(f"{what}: {said}", _fix(e)) from None
+    finally:
+        con.close()
+
+
+def _fix(e: duckdb.Error) -> str:
+    """What to do about a DuckDB error, by its kind."""
+    if isinstance(e, duckdb.ParserException):
+        return ("Correct the SQL near the word DuckDB names; one SELECT query, such as "
+                "SELECT a, b FROM 'data/*.parquet'.")
+    if isinstance(e, duckdb.BinderException):
+        return ("Check the column names against the files' (DuckDB lists the candidates); write a name with spaces "
+                "or capitals in double quotes.")
+    if isinstance(e, duckdb.CatalogException):
+        return ("The query sees no tables, only files: name them in single quotes (FROM 'data/*.parquet') or "
+                "with read_parquet(...) or read_csv(...).")
+    if isinstance(e, duckdb.IOException):
+        return f"Check the path in the query; {_where()}."
+    if isinstance(e, duckdb.OutOfMemoryException):
+        return "Select fewer columns or rows, or a sample (USING SAMPLE 100000 ROWS)."
+    return "Check the files the query reads (files on this machine only) and the values it compares or casts."
+
+
+def _quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def open_path(path: str | os.PathLike, delimiter: str = "auto", encoding: str = "auto") -> Loaded:
+    """Read the table at `path`: a CSV/TSV or Excel file (by `load_table`, `delimiter` and `encoding` as there),
+    a Parquet file, or a directory or glob of Parquet parts (`parquet_parts`: read in natural order, their
+    columns checked to agree by `parts_schema`). Parquet goes through DuckDB; its columns are those pandas
+    would read (a stored pandas index is left out). TableError for a missing path, an unsupported suffix, a
+    directory without Parquet files, unreadable files or an empty table."""
+    name = str(path).strip()
+    if not name:
+        raise TableError("No path given.", "Type the path of a CSV or Parquet file, or of a folder of Parquet files.")
+    where = os.path.expanduser(name)
+    if names_parts(where):
+        files = parquet_parts(where)
+    elif not Path(where).is_file():
+        raise TableError(f"{name}: file not found.", f"Check the path; {_where()}.")
+    elif table_format(where) == "parquet":
+        files = [where]
+    else:
+        return load_table(Path(where).read_bytes(), name, delimiter, encoding)
+    columns = list(parts_schema(files).columns)
+    with _connection(name) as con:
+        df = con.read_parquet(files, union_by_name=True).project(", ".join(map(_quoted, columns))).df()
+    if df.shape[0] == 0 or df.shape[1] == 0:
+        raise TableError(f"{name}: the table is empty ({df.shape[0]} rows x {df.shape[1]} columns).",
+                         "Use Parquet files with at least one column and one row.")
+    notes = [f"{len(files)} Parquet files, in order: {Path(files[0]).name} to {Path(files[-1]).name}"] \
+        if len(files) > 1 else []
+    return Loaded(df, name, "parquet", notes=notes)
+
+
+def _first_word(query: str) -> str:
+    """The first word of a query (or its opening parenthesis), lower case, after any comments."""
+    tokens = [(p, t) for p, t in duckdb.tokenize(query) if t != duckdb.token_type.comment]
+    if not tokens:
+        return ""
+    start, end = tokens[0][0], tokens[1][0] if len(tokens) > 1 else len(query)
+    word = query[start:end].strip().lower()
+    return "(" if word.startswith("(") else word
+
+
+def run_sql(query: str) -> Loaded:
+    """The result of one SQL query (SELECT, WITH ... SELECT, or DuckDB's FROM ...) over files on this machine,
+    run by DuckDB in a fresh in-memory connection, which reads only the columns and rows the query needs.
+    TableError for anything but a single query (COPY, ATTACH, INSTALL, SET, writes, several statements), for
+    DuckDB's parser and binder errors (quoted) and for a result without rows."""
+    text = query.strip()
+    shown = " ".join(text.split())
+    what = f"SQL query {shown[:120] + (' ...' if len(shown) > 120 else '')!r}"
+    if not text:
+        raise TableError("No SQL query given.", "Type a query such as SELECT * FROM 'data/*.parquet'.")
+    with _connection(what) as con:
+        statements = duckdb.extract_statements(text)
+        if len(statements) != 1:
+            raise TableError(f"{what}: holds {len(statements)} statements.", "Run one SELECT query at a time.")
+        word = _first_word(text)
+        if statements[0].type != duckdb.StatementType.SELECT or word not in QUERY_STARTS:
+            raise TableError(f"{what}: {word.upper()} statements are not run here, only a query that reads files.",
+                             "Write one SELECT query, such as SELECT a, b FROM 'data/*.parquet' WHERE c > 3.")
+        df = con.sql(text).df()
+    if df.shape[0] == 0:
+        raise TableError(f"{what}: returns no rows (columns {', '.join(map(repr, df.columns[:8]))}).",
+                         "Loosen the WHERE clause, or check that the files it reads hold rows.")
+    return Loaded(df, "SQL query", "sql")
+
+
+def _path_files(path: str) -> list[str]:
+    """The files `open_path` reads for `path` (none when it would refuse a directory or pattern)."""
+    where = os.path.expanduser(path.strip())
+    if names_parts(where):
+        try:
+            return parquet_parts(where)
+        except TableError:
+            return []
+    return [where] if Path(where).is_file() else []
+
+
+def _query_files(query: str) -> list[str]:
+    """The files a query names: each quoted string or identifier in it that names files, globs expanded."""
+    names = [m[1].replace("''", "'") if m[1] is not None else m[2].replace('""', '"') for m in _QUOTED.finditer(query)]
+    return [f for n in names for f in glob.glob(os.path.expanduser(n), recursive=True) if Path(f).is_file()]
+
+
+def source_stamp(source: str, sql: bool = False) -> Stamp:
+    """The files a path (`open_path`) or, with `sql`, a query (`run_sql`: each quoted name in it that names
+    files, globs expanded) reads, each as (file, size in bytes, modification time in ns), sorted. A file that
+    changes, comes or goes changes the stamp; files not found are left out, so it never raises."""
+    files = _query_files(source) if sql else _path_files(source)
+    stamps = set()
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:      # gone since it was listed
+            continue
+        stamps.add((f, st.st_size, st.st_mtime_ns))
+    return tuple(sorted(stamps))
