@@ -8,9 +8,8 @@ import pandas as pd
 
 from feat_engine.predictions import prediction_table
 
-from . import figures
+from . import figures, numbers
 from .io import TableError
-from .metrics import card_text
 
 
 def csv_bytes(df: pd.DataFrame, index: bool = False) -> bytes:
@@ -78,33 +77,36 @@ def merge_columns(original: pd.DataFrame, filled: pd.DataFrame) -> pd.DataFrame:
 HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"
 
 
-def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT):
-    """A pandas Styler that marks the cells where `mask` is True."""
+def highlight(df: pd.DataFrame, mask: pd.DataFrame, style: str = HIGHLIGHT, formats: dict | None = None):
+    """A pandas Styler that marks the cells where `mask` is True, each column written by its kind
+    (`numbers.style`: `formats` by column label, else the column's own)."""
     m = mask.reindex(index=df.index, columns=df.columns, fill_value=False).to_numpy(dtype=bool)
 
     def paint(_):
         return pd.DataFrame(np.where(m, style, ""), index=df.index, columns=df.columns)
 
-    numbers = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
-    return df.style.apply(paint, axis=None).format(na_rep="").format(card_text, subset=numbers, na_rep="")
+    styled = numbers.style(df, formats)
+    return styled if isinstance(styled, pd.DataFrame) else styled.apply(paint, axis=None)
 
 
 REPORT_ROWS = 2000      # rows of a result table a report holds (the CSV download has them all)
 
 
-def report_html(title: str, parts: list[tuple[str, object]]) -> bytes:
+def report_html(title: str, parts: list[tuple]) -> bytes:
     """One self-contained HTML page of a run: each part a heading and its content, in order: text (Markdown-free
-    lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, numbers through `card_text`) or a Plotly figure
-    (interactive, laid out as on the page by `figures.standalone`; plotly.js is written once, in the page, so the
-    file opens offline)."""
+    lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, each column written as the app writes it,
+    `numbers.text_frame`: by its kind, or by the formatters a third item of the part gives by column label, empty
+    cells empty) or a Plotly figure (interactive, laid out as on the page by `figures.standalone`; plotly.js is
+    written once, in the page, so the file opens offline)."""
     import html
 
     body, script = [], True
-    for heading, content in parts:
+    for heading, content, *how in parts:
         body.append(f"<h2>{html.escape(heading)}</h2>")
         if isinstance(content, pd.DataFrame):
             shown = content.head(REPORT_ROWS)
-            body.append(shown.to_html(float_format=card_text, na_rep="", border=0, classes="table"))
+            formats = {**numbers.formats_for(content), **(how[0] if how else {})}   # kinds from every row
+            body.append(numbers.text_frame(shown, formats).to_html(na_rep="", border=0, classes="table"))
             if len(content) > len(shown):
                 body.append(f"<p>The first {len(shown):,} of {len(content):,} rows; the CSV download has them all.</p>")
         elif hasattr(content, "to_html"):            # a Plotly figure

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
-from app.metrics import card_text
+from app.numbers import column_format, format_value
 from feat_engine.progress import Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
 
@@ -41,12 +41,12 @@ def _call(fn, *args, **kwargs) -> Outcome:
                               "types ('use as') in Data.") from None
         except MemoryError:
             raise EngineError("FEAT ran out of memory on this table. Use fewer rows or columns, "
-                              "or lower 'max context rows'.") from None
+                              "or lower 'Max example rows FEAT reads'.") from None
         except RuntimeError as e:
             msg = str(e).splitlines()[0][:300]
             if "out of memory" in msg.lower():
                 raise EngineError(f"FEAT ran out of memory ({msg}). Use fewer rows or columns, "
-                                  "or lower 'max context rows'.") from None
+                                  "or lower 'Max example rows FEAT reads'.") from None
             raise EngineError(f"FEAT failed on this table ({type(e).__name__}: {msg}).") from None
     seconds = time.perf_counter() - t0
     notes = []
@@ -212,18 +212,24 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
 def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame,
                      types: dict[str, str]) -> pd.DataFrame:
     """One row per filled cell: its row, column, value and how sure FEAT is of it, in words ("62% likely" for a
-    category; "typical error ± 3.1" for a drawn number, that cell's own), least sure first within each column."""
+    category; "typical error ± 3.1" for a drawn number, that cell's own), least sure first within each column. The
+    values are written as their column's known cells are (`numbers.column_format`: a year 2017, a count 1,927, a
+    price 80.07), the typical error as a number (money: as money)."""
     rows = []
     for c in filled.columns:
         at = np.flatnonzero(mask[c].to_numpy()) if c in mask else []
+        if not len(at):
+            continue
+        known = filled[c][~mask[c].reindex(filled.index, fill_value=False).to_numpy(dtype=bool)]
+        fmt = column_format(known if len(known) else filled[c], c)
+        number = types.get(c) == "numeric" and pd.api.types.is_numeric_dtype(filled[c])
+        error_kind = "money" if fmt.kind == "money" else "number"
         for i in at:
             v = confidence[c].iloc[i] if c in confidence else np.nan
-            number = types.get(c) == "numeric" and pd.api.types.is_numeric_dtype(filled[c])
-            value = filled[c].iloc[i]
-            shown = card_text(float(value)) if number and pd.notna(value) else str(value)   # one column of text
+            shown = fmt(filled[c].iloc[i]) if number else format_value(filled[c].iloc[i], "text")  # one column of text
             rows.append({"row": filled.index[i], "column": c, "filled with": shown,
                          "sureness": -v if number else v, "how sure": "" if not np.isfinite(v) else
-                         (f"typical error ± {card_text(float(v))}" if number else f"{v:.0%} likely")})
+                         (f"typical error ± {format_value(float(v), error_kind)}" if number else f"{v:.0%} likely")})
     out = pd.DataFrame(rows, columns=["row", "column", "filled with", "sureness", "how sure"])
     return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
-from app.metrics import card_text
+from app.numbers import column_format, count_text, format_value
 
 PARTS = {"A": "A (as computed)", "AT": "Aᵀ (transpose)", "A-AT": "A − Aᵀ (asymmetric part)"}
 FEAT_COLOR, DEPENDENCE_COLOR, EDGES_COLOR, MI_COLOR, PEARSON_COLOR, SPEARMAN_COLOR = (
@@ -74,12 +74,13 @@ def axis_chars(labels) -> int:
     return int(max(16, min(AXIS_TITLE_CHARS, (HALF_CHART_PX - 30 - 6 * longest) // 6)))
 
 
-def _cell_text(v) -> str:
-    """A cell's value as a bar's label shows it: numbers as the cards print them, text to 24 characters."""
+def _cell_text(v, fmt=None) -> str:
+    """A cell's value as a bar's label shows it: numbers as their column's kind writes them (`fmt`, a
+    `numbers.column_format`; without one, as a number of unknown kind), text to 24 characters."""
     if v is None or (not isinstance(v, str) and pd.isna(v)):
         return "empty"
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
-        return card_text(float(v))
+        return fmt(v) if fmt is not None else format_value(float(v))
     return str(v)[:24]
 
 
@@ -355,9 +356,12 @@ def missingness_matrix(df: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go
 # --------------------------------------------------------------------------- predict view
 
 def confusion_figure(cm: pd.DataFrame, title: str = "Confusion matrix") -> go.Figure:
+    """Counts of rows by true and predicted class, each cell labelled with its count as a whole number with
+    thousands separators ("36,637", never Plotly's "36.637k")."""
+    counts = [[count_text(v) for v in row] for row in cm.to_numpy().tolist()]
     fig = go.Figure(go.Heatmap(z=cm.to_numpy(), x=list(cm.columns), y=list(cm.index), colorscale="Blues",
-                               texttemplate="%{z}", showscale=False,
-                               hovertemplate="true %{y}<br>predicted %{x}<br>%{z} rows<extra></extra>"))
+                               text=counts, texttemplate="%{text}", showscale=False,
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{text} rows<extra></extra>"))
     fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="predicted", yaxis_title="true")
     fig.update_xaxes(type="category")                     # class names such as "0" and "1" are not numbers
@@ -365,11 +369,24 @@ def confusion_figure(cm: pd.DataFrame, title: str = "Confusion matrix") -> go.Fi
     return fig
 
 
-def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target") -> go.Figure:
+def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target", actual_format=None,
+                   predicted_format=None) -> go.Figure:
+    """Each method's predictions against the true values; a point's hover writes the actual value as the target's
+    values are written and the prediction at their precision (`numbers.column_format` and
+    `numbers.prediction_format` of `y_true`, unless given)."""
+    from app.numbers import prediction_format
+
+    actual_format = actual_format or column_format(pd.Series(np.asarray(y_true)), target)
+    predicted_format = predicted_format or prediction_format(pd.Series(np.asarray(y_true)), target)
     y_true = np.asarray(y_true, dtype=float)
     fig = go.Figure()
     for name, p in preds.items():
-        fig.add_trace(go.Scatter(x=y_true, y=np.asarray(p, dtype=float), mode="markers", name=name, opacity=0.7,
+        p = np.asarray(p, dtype=float)
+        said = np.array([[actual_format(a), predicted_format(b)] for a, b in zip(y_true.tolist(), p.tolist())],
+                        dtype=object).reshape(-1, 2)
+        fig.add_trace(go.Scatter(x=y_true, y=p, mode="markers", name=name, opacity=0.7, customdata=said,
+                                 hovertemplate=f"{name}<br>actual %{{customdata[0]}}<br>predicted %{{customdata[1]}}"
+                                               "<extra></extra>",
                                  marker=dict(size=6, color=method_color(name))))     # the baseline in orange
     lo = float(np.nanmin([y_true.min()] + [np.nanmin(p) for p in preds.values()]))
     hi = float(np.nanmax([y_true.max()] + [np.nanmax(p) for p in preds.values()]))
@@ -393,11 +410,14 @@ def attribution_ranking(attr: pd.DataFrame, unit: str) -> go.Figure:
     return fig
 
 
-def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str) -> go.Figure:
-    """One row's attributions as signed bars, largest magnitude on top, each labelled with its cell's value."""
+def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str,
+                    formats: dict | None = None) -> go.Figure:
+    """One row's attributions as signed bars, largest magnitude on top, each labelled with its cell's value as its
+    column writes it (`formats`, `numbers.column_format` by column label: a year 2017, a price 80.07)."""
     order = values.abs().sort_values().index
     v = values[order].to_numpy(dtype=float)
-    labels = [f"{c} = {_cell_text(cells[c])}" for c in order]
+    formats = formats or {}
+    labels = [f"{c} = {_cell_text(cells[c], formats.get(c))}" for c in order]
     fig = go.Figure(go.Bar(x=v, y=labels, orientation="h", marker_color=np.where(v >= 0, "#2a9d8f", "#e76f51"),
                            hovertemplate="%{y}<br>%{x:+.3g}<extra></extra>"))
     title, axis = wrap(title), wrap(f"change the cell made ({unit})", axis_chars(labels))
@@ -411,12 +431,17 @@ def row_attribution(values: pd.Series, cells: pd.Series, title: str, unit: str) 
 # --------------------------------------------------------------------------- masking view
 
 def imputation_bars(scores: pd.DataFrame, metric: str) -> go.Figure:
-    """`scores`: columns column, method, metric, value. One group per column, a bar per method."""
+    """`scores`: columns column, method, metric, value (and hidden, the cells scored). One group per column, a bar
+    per method; a bar's hover writes its score to three significant digits and the hidden cells as a count."""
     sub = scores[scores["metric"] == metric]
     fig = go.Figure()
     for m, part in sub.groupby("method", sort=False):
+        hidden = part["hidden"].tolist() if "hidden" in part else [None] * len(part)
+        on = " on %{customdata[1]} hidden cells" if "hidden" in part else ""
         fig.add_trace(go.Bar(x=part["column"].astype(str), y=part["value"], name=str(m),
-                             marker_color=METHOD_COLORS.get(str(m))))
+                             marker_color=METHOD_COLORS.get(str(m)),
+                             customdata=[[format_value(v), count_text(n)] for v, n in zip(part["value"].tolist(), hidden)],
+                             hovertemplate=f"%{{x}}<br>{m}: {metric} %{{customdata[0]}}{on}<extra></extra>"))
     better = "lower is better" if metric == "NRMSE" else "higher is better"
     fig.update_layout(barmode="group", height=360, title=f"{metric} per column ({better})",
                       margin=dict(l=10, r=10, t=40, b=10))

@@ -123,8 +123,8 @@ def memory_problem(n_rows: int, n_cols: int, name: str = "table", available: int
     return TableError(
         f"{name}: {n_rows:,} rows x {n_cols} columns needs about {need / 2**30:.1f} GiB for a FEAT run, "
         f"but this machine has {avail / 2**30:.1f} GiB free.",
-        f"Use a random sample of at most about {fit_rows:,} rows (or cap the context rows), or drop columns "
-        "you do not need.")
+        f"Use a random sample of at most about {fit_rows:,} rows (or cap the example rows FEAT reads), or drop "
+        "columns you do not need.")
 
 
 def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available: int | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from app.metrics import card_text
+from app.numbers import column_format
 from feat_engine.preprocess import date_format, numbers_in_text, read_dates
 
 BINS = 20       # histogram bars of a number or date column
@@ -24,8 +24,9 @@ def distribution(s: pd.Series, kind: str) -> list[int]:
 
 
 def describe(s: pd.Series, kind: str) -> str:
-    """One line: the range and median of a numeric column (dates: their range), else its most frequent values with
-    their shares of the filled cells."""
+    """One line: the range and median of a numeric column, written as its kind (`numbers.column_format`: a year
+    2017, a count 1,927, a price 80.07; dates: their range), else its most frequent values with their shares of the
+    filled cells."""
     nn = s.dropna()
     if nn.empty:
         return "every cell is empty"
@@ -34,8 +35,8 @@ def describe(s: pd.Series, kind: str) -> str:
         return f"from {values.min()} to {values.max()}"
     if values is not None:
         x = values.to_numpy(dtype=float)
-        return (f"min {card_text(float(np.min(x)))} · median {card_text(float(np.median(x)))} · "
-                f"max {card_text(float(np.max(x)))}")
+        fmt = column_format(values, s.name)
+        return f"min {fmt(float(np.min(x)))} · median {fmt(float(np.median(x)))} · max {fmt(float(np.max(x)))}"
     shares = nn.astype(str).value_counts(normalize=True).head(3)
     more = nn.nunique() - len(shares)
     return ", ".join(f"{v[:24]} {p:.0%}" for v, p in shares.items()) + (f" (+{more:,} more)" if more > 0 else "")

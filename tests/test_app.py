@@ -497,6 +497,71 @@ def test_predict_regression_scatter():
     assert len(arr(row["data"][0]["x"])) == 6
 
 
+def shown_cells(table) -> pd.DataFrame:
+    """The cells of an st.dataframe as the page shows them: the display values of its Styler, else its values."""
+    from streamlit import dataframe_util
+
+    styled = table.proto.arrow_data.styler.display_values
+    return dataframe_util.convert_arrow_bytes_to_pandas_df(styled) if styled else table.value.astype(str)
+
+
+def bookings(n: int = 80, seed: int = 0) -> pd.DataFrame:
+    """Hotel bookings: a year, a price per night at full precision with empty cells, a whole-number lead time in
+    the thousands, and a whole-number target (nights) that the others tell."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"arrival_date_year": rng.choice([2015, 2016, 2017], n),
+                       "historical_adr": rng.uniform(40, 200, n), "lead_time": rng.integers(0, 2500, n)})
+    df["nights"] = (1 + df["lead_time"] // 40 + (df["arrival_date_year"] - 2015)).astype(int)
+    df.loc[df.index[::9], "historical_adr"] = np.nan
+    return df
+
+
+def test_years_money_and_a_whole_number_target_are_written_as_their_kinds(monkeypatch):
+    """The Data view's preview and summaries write a year without separators, a price to two decimals, a lead time
+    with separators and an empty cell empty; Predict writes the predictions of a whole-number target to one decimal
+    beside its true values as whole numbers, each row's cells in the attribution chart as their columns write them,
+    and the report alike; the downloads keep the raw values. The box of readings says readings, not members."""
+    files = offered_files(monkeypatch)
+    df = bookings()
+    at = new_app()
+    upload(at, "bookings.csv", csv(df))
+    no_trouble(at)
+    preview = shown_cells(at.dataframe[0])
+    assert preview["arrival_date_year"].str.fullmatch(r"201[5-7]").all()
+    assert preview["historical_adr"].str.fullmatch(r"(\d+\.\d\d)?").all() and (preview["historical_adr"] == "").any()
+    assert preview["lead_time"].str.contains(",").any() and not preview.isin(["None", "nan", "NaN"]).any(axis=None)
+    schema = [t.value for t in at.dataframe if "summary" in t.value.columns][0].set_index("column")["summary"]
+    assert schema["arrival_date_year"] == "min 2015 · median 2016 · max 2017", schema.to_dict()
+    assert "2,01" not in " ".join(ui_text(at)) + " ".join(schema)
+    at.switch_page("views/predict.py").run()
+    [task] = [r for r in at.radio if r.label == "Task"]
+    task.set_value("regression").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.checkbox(key="pred_gbdt").uncheck()
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    assert at.session_state["result:predict"]["task"] == "regression"
+    assert at.number_input(key="pred_nest").proto.label == "FEAT readings (averaged)" and lab_words(at) == []
+    pred = shown_cells(at.dataframe[-1])
+    assert pred["nights"].str.fullmatch(r"-?[\d,]+\.\d").all(), pred["nights"].tolist()
+    assert pred["nights (actual)"].str.fullmatch(r"\d+").all() and pred["row"].str.fullmatch(r"\d+").all()
+    at.button(key="pred_explain").click().run()
+    no_trouble(at)
+    row = charts(at)[-1]
+    labels = list(row["data"][0]["y"])
+    year = [t for t in labels if t.startswith("arrival_date_year = ")]
+    assert year and year[0][len("arrival_date_year = "):] in ("2015", "2016", "2017"), labels
+    adr = [t for t in labels if t.startswith("historical_adr = ")][0]
+    assert adr == "historical_adr = empty" or len(adr.split(".")[-1]) == 2, adr
+    assert row["layout"]["title"]["text"].split("predicted ")[1].count(".") == 1
+    report = files["feat_report_nights.html"].decode()
+    cells = [c for t in report.split("<table")[1:] for c in t.split("</table>")[0].split("<td>")[1:]]
+    assert cells and not any(c.split("</td>")[0] in ("None", "nan") or c.startswith("2,01") for c in cells)
+    res = at.session_state["result:predict"]                               # the download: the raw values
+    back = pd.read_csv(io.BytesIO(files["feat_predictions_nights.csv"]))
+    np.testing.assert_array_equal(back["nights"].to_numpy(), np.asarray(res["feat"]["pred"], dtype=float))
+
+
 def test_predict_fill_in_missing_targets():
     df = small_table(100)
     df.loc[df.index[:7], "cultivar"] = np.nan
@@ -735,7 +800,7 @@ def test_a_reload_brings_back_the_table_its_types_and_the_results():
 
 # --------------------------------------------------------------------------- words, and text that fits
 
-OFF_WORDS = ("member", "local parts", "quantile view")       # the lab's words, not the analyst's
+OFF_WORDS = ("member", "local parts", "quantile view", "context rows")       # the lab's words, not the analyst's
 
 
 def ui_text(at: AppTest) -> list[str]:
@@ -878,5 +943,5 @@ def test_relations_axes_follow_the_matrix_the_caption_names(monkeypatch):
     o = order()
     assert abs(o.index(cols[0]) - o.index(cols[3])) == 1, o
     assert "clustering of **Pearson**" in said() and f"({cols[0]} and {cols[3]})" in said()
-    # "FEAT ensemble members" stays while tests/test_browser.py fills that box by its label
-    assert lab_words(at, allowed=("FEAT ensemble members",)) == []
+    assert at.number_input(key="rel_nest").proto.label == "FEAT readings (averaged)"
+    assert lab_words(at) == []

@@ -634,7 +634,7 @@ def test_a_run_report_is_one_offline_page_with_every_part():
         assert f"<h2>{heading}</h2>" in page
     assert "<li>seed: 0</li>" in page and "read &lt;it&gt;" in page
     assert page.count("<tr>") == downloads.REPORT_ROWS and f"of {downloads.REPORT_ROWS + 5:,} rows" in page
-    assert ">2.50<" in page and page.count("Plotly.newPlot") == 2 and page.count("plotly.js v") == 1
+    assert ">2.5<" in page and page.count("Plotly.newPlot") == 2 and page.count("plotly.js v") == 1
 
 
 # --------------------------------------------------------------------------- text that fits, in an analyst's words
@@ -741,3 +741,120 @@ def test_worse_than_names_the_columns_the_simplest_fill_beats():
     assert worse_than(scores) == ["x (NRMSE 1.20 against 1.00)", "c (accuracy 0.14 against 0.43)"]
     assert worse_than(scores, "KNN") == ["x (NRMSE 1.20 against 0.30)"]
     assert worse_than(scores[scores["method"] != "mean/mode"]) == []
+
+
+# --------------------------------------------------------------------------- numbers, written by their column's kind
+
+@pytest.mark.parametrize("name, values, kind", [
+    ("arrival_date_year", [2015, 2016, 2017], "year"), ("built", [1927.0, 1990.0, np.nan], "year"),
+    ("opened", [1927, 2001], "year"),                                # no word for it: the values say so
+    ("rooms_count", [1927, 2001], "whole"), ("lead_time", [1, 1927, 3], "whole"),
+    ("historical_adr", [80.07275392502068, 12.5], "money"), ("Price ($)", [3, 4], "money"), ("revenueEUR", [1.5], "money"),
+    ("p(a)", [0.7, 0.25], "share"), ("flag01", [0, 1, 1], "whole"), ("temp", [12.3, 45.6], "number"),
+    ("customer_id", [101, 2345], "id"), ("row", [0, 12345], "id"), ("city", ["a", "b"], "text"),
+    ("ok", [True, False], "text"), ("empty", [np.nan, np.nan], "number"),
+])
+def test_column_kinds_read_the_name_and_the_values(name, values, kind):
+    from app import numbers
+
+    assert numbers.column_kind_of(pd.Series(values, name=name)) == kind
+
+
+def test_each_kind_is_written_its_own_way_and_empty_cells_stay_empty():
+    from app.numbers import format_value as fv
+
+    assert fv(2017, "year") == "2017" and fv(2017.0, "year") == "2017" and fv(2016.5, "year") == "2016.5"
+    assert fv(1927, "whole") == "1,927" and fv(36637.0, "whole") == "36,637" and fv(59.6548, "whole") == "59.7"
+    assert fv(80.07275392502068, "money") == "80.07" and fv(1234567.891, "money") == "1,234,567.89"
+    assert fv(2500, "money") == "2,500"
+    assert fv(0.91234, "share") == "0.912" and fv(0.0004, "share") == "0.0004" and fv(1.0, "share") == "1"
+    assert fv(59.6548) == "59.7" and fv(56958.862) == "56,959" and fv(0.00043) == "0.000430" and fv(3.0) == "3"
+    assert fv(12345, "id") == "12345"
+    for empty in (None, np.nan, pd.NA, pd.NaT, float("nan")):
+        assert fv(empty, "number") == "" and fv(empty, "year") == "" and fv(empty, "text") == ""
+    assert fv("Lisbon", "text") == "Lisbon" and fv(True, "whole") == "True" and fv(float("inf")) == "∞"
+
+
+def test_a_column_is_written_alike_from_row_to_row():
+    from app import numbers
+
+    adr = numbers.column_format(pd.Series([80.07275392502068, 80.0, np.nan], name="adr"))
+    assert [adr(v) for v in (80.07275392502068, 80.0, np.nan)] == ["80.07", "80.00", ""]
+    whole_price = numbers.column_format(pd.Series([100, 2500], name="price"))
+    assert whole_price(2500) == "2,500"
+    share = numbers.column_format(pd.Series([0.5, 0.25], name="share_paid"))
+    assert [share(0.5), share(0.25)] == ["0.50", "0.25"]
+    hand = numbers.column_format(pd.Series([14.23, 5.0, 100.25], name="alcohol"))   # two decimals, as written
+    assert [hand(14.23), hand(5.0), hand(100.25)] == ["14.23", "5.00", "100.25"]
+    measured = numbers.column_format(pd.Series(np.random.default_rng(0).normal(size=50) * 100, name="x"))
+    assert measured.decimals is None and measured(123.456789) == "123"
+
+
+def test_predictions_are_written_at_the_precision_of_the_targets_values():
+    from app import numbers
+
+    whole = numbers.prediction_format(pd.Series([57, 60, 101], name="days"))
+    assert whole(59.6548) == "59.7" and whole(1234.56) == "1,234.6"
+    assert numbers.prediction_format(pd.Series([2015, 2017], name="year"))(2016.37) == "2016.4"
+    assert numbers.prediction_format(pd.Series([80.07, 12.5], name="adr"))(80.07275392502068) == "80.07"
+    assert numbers.prediction_format(pd.Series([12.3, 45.6], name="temp"))(24.1234) == "24.1"
+    assert numbers.prediction_format(pd.Series([0.25, 0.5], name="share"))(0.31234) == "0.31"
+    cont = numbers.prediction_format(pd.Series(np.random.default_rng(0).normal(size=50), name="z"))
+    assert cont(1.23456) == "1.23"
+    fmts = numbers.prediction_formats("days", pd.Series([57, 60]), "regression")
+    assert fmts["days"](59.6548) == "59.7" and fmts["days (actual)"](57.0) == "57"
+    labels = numbers.prediction_formats("kind", pd.Series(["a", "b"]), "classification")
+    assert labels["kind"]("a") == "a"
+
+
+def test_score_deltas_in_plain_decimals_and_counts_whole():
+    from app import numbers
+
+    assert numbers.delta_text(4.3e-4) == "+0.0004" and numbers.delta_text(-0.012) == "-0.012"
+    assert numbers.delta_text(0.05) == "+0.050" and numbers.delta_text(-1234.5) == "-1,234"
+    assert numbers.delta_text(0.0) == "0" and numbers.delta_text(float("nan")) == "n/a"
+    assert numbers.count_text(36637) == "36,637" and numbers.count_text(np.int64(5)) == "5"
+    cm = metrics.confusion(["a"] * 36637 + ["b"] * 10, ["a"] * 36647, ["a", "b"])
+    fig = figures.confusion_figure(cm)
+    assert [list(r) for r in fig.data[0].text] == [["36,637", "0"], ["10", "0"]]
+    assert fig.data[0].texttemplate == "%{text}" and "k" not in fig.data[0].hovertemplate.replace("<extra>", "")
+
+
+def _display(styler) -> pd.DataFrame:
+    """The cells of a Styler as st.dataframe shows them (its display values)."""
+    from streamlit import dataframe_util
+    from streamlit.elements.lib import pandas_styler_utils
+    from streamlit.proto.ArrowData_pb2 import ArrowData
+
+    proto = ArrowData()
+    pandas_styler_utils.marshall_styler(proto, styler, "t")
+    return dataframe_util.convert_arrow_bytes_to_pandas_df(proto.styler.display_values)
+
+
+def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_downloads_keep_the_raw_values():
+    from app import engine, numbers, summary
+
+    df = pd.DataFrame({"arrival_date_year": [2015, 2016, np.nan, 2017], "adr": [80.07275392502068, 12.5, np.nan, 99.0],
+                       "lead_time": [1927, 3, 5, 12], "hotel": ["City", None, "Resort", "City"]})
+    shown = _display(numbers.style(df))
+    assert shown["arrival_date_year"].tolist() == ["2015", "2016", "", "2017"]
+    assert shown["adr"].tolist() == ["80.07", "12.50", "", "99.00"] and shown["lead_time"].tolist()[0] == "1,927"
+    assert shown["hotel"].tolist()[1] == ""
+    lit = _display(downloads.highlight(df, df.isna(), formats=numbers.formats_for(df)))
+    assert lit.equals(shown)
+    assert summary.describe(df["arrival_date_year"], "numeric") == "min 2015 · median 2016 · max 2017"
+    assert summary.describe(df["lead_time"], "numeric") == "min 3 · median 8.5 · max 1,927"
+    page = downloads.report_html("t", [("Table", df)]).decode()
+    assert ">2016<" in page and ">80.07<" in page and ">1,927<" in page and "2,01" not in page
+    assert "None" not in page and "nan" not in page
+    assert downloads.csv_bytes(df) == df.to_csv(index=False).encode()          # downloads: the raw values
+    fig = figures.row_attribution(pd.Series({"arrival_date_year": 0.3, "adr": -0.2}), df.iloc[0], "Row 0: predicted 1",
+                                  "days", numbers.formats_for(df))
+    assert set(fig.data[0].y) == {"arrival_date_year = 2015", "adr = 80.07"}
+    filled = df.assign(arrival_date_year=[2015, 2016, 2016, 2017], adr=[80.07275392502068, 12.5, 55.123456, 99.0])
+    sure = engine.confidence_table(filled, df[["arrival_date_year", "adr"]].isna().reindex(columns=df.columns,
+                                                                                           fill_value=False),
+                                   pd.DataFrame({"arrival_date_year": [np.nan] * 4, "adr": [np.nan, np.nan, 3.14159, np.nan]}),
+                                   {"arrival_date_year": "numeric", "adr": "numeric"})
+    assert dict(zip(sure["column"], sure["filled with"])) == {"arrival_date_year": "2016", "adr": "55.12"}
+    assert sure.set_index("column").loc["adr", "how sure"] == "typical error ± 3.14"

@@ -127,7 +127,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     # --- Predict: pick the target, run, see the metrics
     nav(page, "Predict")
     pick_target(page, "cultivar")
-    set_number(page, "FEAT ensemble members", 1)
+    set_number(page, "FEAT readings (averaged)", 1)
     page.get_by_role("button", name="Run prediction").click()
     page.get_by_text("FEAT ROC-AUC").wait_for(timeout=RUN_TIMEOUT)
     wait_idle(page)
@@ -163,7 +163,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
 
     # --- Impute
-    nav(page, "Impute")                                  # the defaults: one member per column, draws
+    nav(page, "Impute")                                  # the defaults: one reading per column, draws
     page.get_by_text("a draw from what FEAT predicts (each column keeps its spread)").click()
     page.get_by_role("button", name="Impute missing cells").click()
     page.get_by_text("Cells imputed").wait_for(timeout=RUN_TIMEOUT)
@@ -182,7 +182,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     nav(page, "Relations")
     target = page.get_by_role("combobox", name="Target (optional)")
     assert target.input_value() == "cultivar"          # remembered from Predict
-    set_number(page, "FEAT ensemble members", 1)
+    set_number(page, "FEAT readings (averaged)", 1)
     page.get_by_role("button", name="Compute relations").click()
     page.get_by_text("Dependency graph").wait_for(timeout=RUN_TIMEOUT)
     wait_idle(page)
@@ -205,7 +205,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     _shot(page, "relations")
 
     # --- a long run can be cancelled: the earlier results stay
-    set_number(page, "FEAT ensemble members", 16)
+    set_number(page, "FEAT readings (averaged)", 16)
     page.get_by_role("button", name="Compute relations").click()
     page.get_by_role("button", name="Cancel").click(timeout=60_000)
     page.get_by_text("The run was cancelled").wait_for(timeout=120_000)
@@ -231,7 +231,7 @@ def test_two_sessions_never_see_each_other(server, browser, tmp_path):
         upload(pa, server, alpha, 120)
         nav(pa, "Predict")
         pick_target(pa, "cultivar")
-        set_number(pa, "FEAT ensemble members", 1)
+        set_number(pa, "FEAT readings (averaged)", 1)
         pa.get_by_role("button", name="Run prediction").click()          # runs on the server ...
         upload(pb, server, beta, 80)                                     # ... while the other user uploads
         pa.get_by_text("FEAT ROC-AUC").wait_for(timeout=RUN_TIMEOUT)
@@ -257,7 +257,7 @@ def test_two_sessions_never_see_each_other(server, browser, tmp_path):
 
 
 def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
-    """A generated 20,000 x 20 CSV goes from upload to downloaded predictions (one member), with a progress bar on
+    """A generated 20,000 x 20 CSV goes from upload to downloaded predictions (one reading), with a progress bar on
     screen while FEAT runs: behaviour only, at a size that passes with margin on a loaded 2-core AVX2 CPU; the
     100,000-row path's time is bench/app_timing.py's."""
     path = tmp_path / "large.csv"
@@ -266,7 +266,7 @@ def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
     upload(page, server, path, 20_000, timeout=RUN_TIMEOUT)
     nav(page, "Predict")
     pick_target(page, "y")
-    set_number(page, "FEAT ensemble members", 1)
+    set_number(page, "FEAT readings (averaged)", 1)
     page.get_by_role("button", name="Run prediction").click()
     _, shown = wait_watching_progress(page, page.get_by_role("button", name="Download predictions (CSV)"),
                                       RUN_TIMEOUT / 1000)

@@ -7,7 +7,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from app import figures, metrics, state
+from app import figures, metrics, numbers, state
 from app import io as aio
 
 st.title("Data")
@@ -110,7 +110,7 @@ if too_big is not None:   # the table loads; Predict and Impute refuse to run on
     st.warning(f"{too_big.problem} {too_big.fix}", icon=":material/memory:")
 
 st.markdown("#### Preview")
-st.dataframe(df.head(100), width="stretch", height=260)
+st.dataframe(numbers.style(df.head(100), numbers.formats_for(df)), width="stretch", height=260, placeholder="")
 
 st.markdown("#### Columns")
 st.caption("One row per column: how FEAT reads it, its share of empty cells, how many different values it holds, "

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import downloads, engine, metrics, state
+from app import downloads, engine, metrics, numbers, state
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
 
 ds, table = state.open_page("Impute")
 miss = table.isna()
 n_miss = int(miss.to_numpy().sum())
-st.caption(f"FEAT reads all {len(table):,} rows as context and fills every missing cell of the "
+st.caption(f"FEAT reads all {len(table):,} rows as examples and fills every missing cell of the "
            f"{table.shape[1]} columns in use. Observed cells are returned unchanged. "
            f"Method: {engine.IMPUTE_METHOD}.")
 if n_miss == 0:
@@ -27,7 +27,9 @@ with st.form("impute_form"):
                             help="Each incomplete column is predicted from the others by FEAT reading the table, "
                                  "each time with the rows and columns in another order; more readings average more "
                                  "answers per column (steadier, slower).")
-    max_ctx = f3.number_input("Max context rows (0 = no cap)", 0, 10_000_000, 0, 1000, key="imp_maxctx")
+    max_ctx = f3.number_input("Max example rows FEAT reads (0 = all)", 0, 10_000_000, 0, 1000, key="imp_maxctx",
+                              help="FEAT reads at most this many rows, a random share of them, as the examples it "
+                                   "fills each column from; 0 lets it read every row.")
     draw = st.radio("Fill each cell with", [False, True], horizontal=True, key="imp_draw",
                     format_func=lambda d: ("a draw from what FEAT predicts (each column keeps its spread)" if d
                                            else "the most likely value"),
@@ -55,7 +57,7 @@ if go:
                                       "drawn": bool(draw), "seconds": out.seconds, "warnings": out.warnings,
                                       "mask": miss, "types": dict(state.types()),
                                       "settings": [f"FEAT readings per column: {int(n_est)}", f"seed: {int(seed)}",
-                                                   f"max context rows: {int(max_ctx) or 'no cap'}",
+                                                   f"max example rows FEAT reads: {int(max_ctx) or 'all'}",
                                                    "filled with " + ("draws from what FEAT predicts" if draw
                                                                      else "the most likely values")]})
 
@@ -72,14 +74,16 @@ if left:
 st.markdown("#### Imputed cells (highlighted), rows that had a missing value")
 rows = mask.any(axis=1)
 shown = filled.loc[rows].head(200)
-st.dataframe(downloads.highlight(shown, mask.loc[shown.index]), width="stretch", height=320)
+known = table if list(table.columns) == list(filled.columns) else filled     # each column written as its known cells
+st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=numbers.formats_for(known)), width="stretch",
+             height=320, placeholder="")
 
 st.markdown("#### How sure FEAT is of each filled cell")
 sure = engine.confidence_table(filled, mask, res["confidence"], res["types"])
 st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
            "made on known cells of that column that it set aside to check itself"
            + (", in the column's units." if res["drawn"] else "; it is measured when cells are filled with draws."))
-st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True)
+st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True, placeholder="")
 
 full = downloads.merge_columns(ds["df"], filled)
 st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import baselines, downloads, engine, figures, metrics, state
+from app import baselines, downloads, engine, figures, metrics, numbers, state
 from app.notes import worse_than
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
@@ -116,7 +116,7 @@ c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=NRMSE_HEL
 c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help=metrics.METRIC_HELP["cell accuracy"])
 c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
 st.markdown("#### Overall (mean over columns)")
-st.dataframe(overall.style.format(metrics.card_text), width="stretch")
+st.dataframe(numbers.style(overall), width="stretch", placeholder="")
 heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
 report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"])]),
           ("Overall (mean over columns)", overall.reset_index())]
@@ -136,7 +136,7 @@ for metric in ("NRMSE", "accuracy"):
 wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
 report.append(("Per-column scores", wide.reset_index()))
 with st.expander("Per-column scores"):
-    st.dataframe(wide.style.format(metrics.card_text), width="stretch")
+    st.dataframe(numbers.style(wide), width="stretch", placeholder="")
     st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
                        "text/csv", key="dl_mask_scores")
 
@@ -145,12 +145,15 @@ truth, masked = res["truth"], res["masked"]
 hidden = pd.DataFrame(mask, index=truth.index, columns=truth.columns)
 sample_idx = hidden.index[hidden.any(axis=1)][:10]
 method = st.selectbox("Show the cells filled by", list(res["filled"]), key="mask_show_method")
+written = numbers.formats_for(truth)      # the three tables write each column alike: as its true values are written
 st.caption("Before: the original values, hidden cells highlighted")
-st.dataframe(downloads.highlight(truth.loc[sample_idx], hidden.loc[sample_idx]), width="stretch")
+st.dataframe(downloads.highlight(truth.loc[sample_idx], hidden.loc[sample_idx], formats=written), width="stretch",
+             placeholder="")
 st.caption("Hidden: what the imputers were given")
-st.dataframe(masked.loc[sample_idx], width="stretch")
+st.dataframe(numbers.style(masked.loc[sample_idx], written), width="stretch", placeholder="")
 st.caption(f"After: filled by {method}, filled cells highlighted")
-st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx]), width="stretch")
+st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx], formats=written),
+             width="stretch", placeholder="")
 st.plotly_chart(figures.missingness_matrix(masked, n_rows=200, seed=0).update_layout(title="The mask (dark = hidden)"),
                 width="stretch", key="mask_matrix")
 state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")

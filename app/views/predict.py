@@ -8,17 +8,19 @@ import pandas as pd
 import streamlit as st
 from sklearn.model_selection import train_test_split
 
-from app import baselines, downloads, engine, figures, metrics, state
+from app import baselines, downloads, engine, figures, metrics, numbers, state
 from app import io as aio
 from feat_engine.estimators import PRECISIONS
 from feat_engine.inference import bf16_is_fast
 
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
+READINGS = "FEAT readings (averaged)"      # the box of how many times FEAT reads the table, and its run setting
 
 
-def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: str, index, target: str) -> None:
+def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: str, index, target: str,
+                       formats: dict) -> None:
     """The first answer (`engine.first_answer`), written while FEAT refines it: its score on the holdout
-    (Evaluate, `y_true` given), else its first predictions."""
+    (Evaluate, `y_true` given), else its first predictions (written by `formats`, `numbers.prediction_formats`)."""
     got = first.value
     head = (f"**First answer** in {state.seconds_text(first.seconds)}, from one reading of {got['rows']:,} of the "
             f"{n_train:,} example rows")
@@ -33,9 +35,9 @@ def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: 
         st.markdown(f"{head}: {key} {metrics.card_text(score)} on {rows} held-out rows. {refine}")
         return
     st.markdown(f"{head}; its first predictions are below. {refine}")
-    st.dataframe(downloads.predictions_frame(index[:5], got["pred"][:5], None if got["proba"] is None else
-                                             got["proba"][:5], got["classes"], target=target),
-                 width="stretch", hide_index=True)
+    first_rows = downloads.predictions_frame(index[:5], got["pred"][:5], None if got["proba"] is None else
+                                             got["proba"][:5], got["classes"], target=target)
+    st.dataframe(numbers.style(first_rows, formats), width="stretch", hide_index=True, placeholder="")
 
 
 ds, table = state.open_page("Predict")
@@ -71,12 +73,14 @@ with st.form("predict_form"):
     f1, f2, f3, f4 = st.columns(4)
     holdout = f1.slider("Holdout fraction", 0.1, 0.5, 0.25, 0.05, key="pred_holdout", disabled=mode != "Evaluate")
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="pred_seed")
-    n_est = f3.number_input("FEAT ensemble members", 1, 16, step=1, key="pred_nest",
-                            help="Averaged over row orders, feature shuffles and column-identity draws. Each member "
-                                 "reads every row (once per class, where more than two are read one against the rest). "
-                                 "FEAT keeps its reading to about two minutes on two cores: the default is 4, fewer "
-                                 f"on large tables ({members} on this one), and past one member it reads a random "
-                                 "share of the rows, while the classical model beside it learns from all of them.")
+    n_est = f3.number_input(READINGS, 1, 16, step=1, key="pred_nest",
+                            help="How many times FEAT reads the example rows to predict the others, each time with the "
+                                 "rows and columns in another order, and averages the answers: more readings are "
+                                 "steadier and slower. One reading goes through the example rows once (once per "
+                                 "class, where more than two classes are read one against the rest). FEAT keeps its "
+                                 "reading to about two minutes on two cores: the default is 4, fewer on large tables "
+                                 f"({members} on this one), and past one reading each reads a random share of the "
+                                 "rows, while the classical model beside it learns from all of them.")
     max_ctx = f4.number_input("Max example rows FEAT reads (0 = as its budget allows)", 0, 10_000_000, 0, 1000,
                               key="pred_maxctx",
                               help="FEAT reads at most this many labelled rows, a random share of them; 0 lets it read "
@@ -131,7 +135,8 @@ if submitted:
                     first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
                     plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
                     _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,
-                                       task, table.index[te], str(target))
+                                       task, table.index[te], str(target),
+                                       numbers.prediction_formats(str(target), y_all.dropna(), task))
                     refine = "refining the first answer, "
                 fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine))
                 est = fitted.value
@@ -164,13 +169,16 @@ if submitted:
                                        "first_seconds": first.seconds if first is not None else None,
                                        "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr),
                                        "fit_reused": fitted is None, "fit_key": key, "X_test": X_te,
-                                       "settings": [f"FEAT ensemble members: {int(n_est)}", f"seed: {int(seed)}",
+                                       "settings": [f"{READINGS}: {int(n_est)}", f"seed: {int(seed)}",
                                                     f"max example rows FEAT reads: {int(max_ctx) or 'as its budget allows'}",
                                                     f"arithmetic: {precision}"]
                                        + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])})
 
 res = state.shown_result("predict")
 tgt, task_r, feat = res["target"], res["task"], res["feat"]
+# the predictions at the precision of the target's known values, the true values as the column writes them
+observed = table[tgt] if tgt in table.columns else ds["df"][tgt] if tgt in ds["df"].columns else res["y_true"]
+pred_formats = numbers.prediction_formats(str(tgt), pd.Series(observed).dropna(), task_r)
 report = [("The run", [f"{res['mode']}: target {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from "
                        f"{res['n_train']:,} example rows of {ds['name']}", *res.get("settings", []),
                        f"FEAT time: {state.seconds_text(res['feat_seconds'])}"]),
@@ -238,7 +246,7 @@ if res["mode"] == "Evaluate":
         v = scores["FEAT"][k]
         delta = None
         if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
-            delta = f"{metrics.card_text(v - scores[gb['name']][k], sign=True, digits=2)} vs {gb['name']}"
+            delta = f"{numbers.delta_text(v - scores[gb['name']][k])} vs {gb['name']}"
         col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
     first_s = res.get("first_seconds")
@@ -249,7 +257,7 @@ if res["mode"] == "Evaluate":
                      "paid for the predictions alone." if res.get("fit_reused") else ""))
     if feat.get("share"):
         st.caption(feat["share"])
-    st.dataframe(table_scores.style.format(metrics.card_text), width="stretch")
+    st.dataframe(numbers.style(table_scores), width="stretch", placeholder="")
     report.append(("Scores", table_scores))
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
         st.caption("ROC-AUC is n/a: the holdout holds a single class.")
@@ -275,7 +283,7 @@ if res["mode"] == "Evaluate":
                 col.plotly_chart(fig, width="stretch", key=key)
                 report.append((fig.layout.title.text, fig))
     else:
-        fig = figures.pred_vs_actual(y_true, answers, str(tgt))
+        fig = figures.pred_vs_actual(y_true, answers, str(tgt), pred_formats[f"{tgt} (actual)"], pred_formats[str(tgt)])
         st.plotly_chart(fig, width="stretch", key="pva")
         report.append(("Predicted against actual", fig))
 
@@ -308,19 +316,21 @@ if attr is not None:
     report.append(("Why these predictions", ranking))
     row = e2.selectbox("Row", list(attr.index), key="attr_row", help="A predicted row, by its row number in the table")
     at = list(res["test_index"]).index(row)
-    shown_pred = feat["pred"][at]
+    x_cols = list(res["X_test"].columns)
+    cell_formats = numbers.formats_for(table[x_cols] if set(x_cols) <= set(table.columns) else res["X_test"])
     e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
-                                            f"Row {row}: predicted {metrics.card_text(shown_pred) if task_r == 'regression' else shown_pred}",
-                                            unit), width="stretch", key="attr_row_chart")
+                                            f"Row {row}: predicted {pred_formats[str(tgt)](feat['pred'][at])}",
+                                            unit, cell_formats), width="stretch", key="attr_row_chart")
 
 pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
                                       y_true=res["y_true"], target=str(tgt))
 st.markdown("#### Predictions")
-st.dataframe(pred_df.head(200), width="stretch", height=240, hide_index=True)
+st.dataframe(numbers.style(pred_df.head(200), pred_formats), width="stretch", height=240, hide_index=True,
+             placeholder="")
 d1, d2 = st.columns(2)
 d1.download_button("Download predictions (CSV)", downloads.csv_bytes(pred_df), f"feat_predictions_{tgt}.csv",
                    "text/csv", key="dl_pred_csv")
-report.append(("Predictions", pred_df))
+report.append(("Predictions", pred_df, pred_formats))
 state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html", "dl_pred_report")
 try:
     d2.download_button("Download predictions (Parquet)", downloads.parquet_bytes(pred_df),

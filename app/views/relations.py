@@ -26,13 +26,17 @@ DIRECTED = ("FEAT attention", "FEAT dependence")        # the edge matrix is sym
 CORRELATIONS = ("Pearson", "Spearman")        # signed: their target column is shown as it is
 
 NONE = "(no target)"
+READINGS = "FEAT readings (averaged)"      # the box of how many times FEAT reads the table, and its run setting
 options = [NONE] + cols
 default = ds.get("target") if ds.get("target") in cols else NONE
 with st.form("relations_form"):
     f1, f2, f3, f4 = st.columns([2, 1, 1, 1])
     target = f1.selectbox("Target (optional)", options, index=options.index(default), key="rel_target")
     seed = f2.number_input("Seed", 0, 2**31 - 1, 0, 1, key="rel_seed")
-    n_est = f3.number_input("FEAT ensemble members", 1, 16, 2, 1, key="rel_nest")
+    n_est = f3.number_input(READINGS, 1, 16, 2, 1, key="rel_nest",
+                            help="How many times FEAT reads the table for each of its matrices, each time with the "
+                                 "rows and columns in another order, and averages what it finds: more readings are "
+                                 "steadier and slower.")
     max_rows = f4.number_input("Rows used (max)", 1, 1_000_000, min(engine.RELATION_ROWS, len(table)), 100,
                                key="rel_rows", help=f"A random sample of rows. {engine.RELATION_ROWS:,} is what FEAT's "
                                                     "relation measures read by default, and what their accuracy was "
@@ -58,7 +62,7 @@ if go:
         mats = out.value
         state.store_result("relations", {"mats": mats, "target": tgt, "seconds": out.seconds,
                                          "warnings": out.warnings, "n_rows": len(sub),
-                                         "settings": [f"seed: {int(seed)}", f"FEAT ensemble members: {int(n_est)}"]})
+                                         "settings": [f"seed: {int(seed)}", f"{READINGS}: {int(n_est)}"]})
 
 res = state.shown_result("relations")
 mats, tgt = res["mats"], res["target"]
