@@ -153,7 +153,7 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     said = [f"FEAT learned from {n:,} example rows and {d} columns in one reading, without training on them."
             if plan.rows == n else
             f"FEAT read {plan.rows:,} of the {n:,} example rows, a random share, to stay within its reading budget "
-            f"(about two minutes on two cores); the classical model beside it learned from all {n:,}."]
+            f"(a few minutes on two cores); the classical model beside it learned from all {n:,}."]
     again = (f"It read the table {len(members)} times, each time with the rows and columns in another order, and "
              "averaged the answers" if len(members) > 1 else "It read the table once")
     if choice is not None and choice.kept < choice.planned:

@@ -24,9 +24,13 @@ from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
 from feat_engine.preprocess import date_format, numbers_in_text, plan_column, read_dates
 from feat_engine.reading.local_parts import rows_per_run
+from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
-CELL_BYTES = 1536    # peak RSS per table cell of a default Predict run beside the engine, with margin (docs/design.md)
+# peak RSS per table cell of a Predict run beside the engine, measured with one member and each further member
+# reading every row (docs/design.md, "CLI and file reading": 400 and 1,150 bytes at one and four members), x 1.3
+CELL_BYTES = 520
+MEMBER_CELL_BYTES = 325
 
 TYPES = ("numeric", "categorical", "ignore")
 
@@ -105,26 +109,42 @@ def available_memory() -> int:
 
 
 def estimated_bytes(n_rows: int, n_cols: int, d_model: int = 128, local_context: int | None = LOCAL_CONTEXT) -> int:
-    """Peak memory of a FEAT run on the table at the estimators' defaults: CELL_BYTES per table cell
-    (the frame, its preprocessed copies, target statistics and local parts) plus the engine's own
-    peak for the context rows one run reads (`feat_engine.inference.run_bytes`)."""
-    run_rows = rows_per_run(n_rows, local_context)
-    return int(n_rows * n_cols * CELL_BYTES + run_bytes(run_rows, n_cols, d_model))
+    """Peak memory of a FEAT run on the table at the estimators' defaults: CELL_BYTES per table cell (the frame, its
+    preprocessed copies, target statistics, the classical models, which read every row), MEMBER_CELL_BYTES per cell
+    that each further member reads (the engine's reading budget sets the members and their rows:
+    `feat_engine.reading.read_budget.plan_reading`), and the engine's own peak for the context rows one run reads
+    (`feat_engine.inference.run_bytes`)."""
+    plan = plan_reading(max(n_rows, 1), n_cols + 1, 1, 4, None, local_context, READ_CELLS)
+    run_rows = rows_per_run(plan.rows, local_context)
+    return int(n_rows * n_cols * CELL_BYTES + (plan.members - 1) * plan.rows * n_cols * MEMBER_CELL_BYTES
+               + run_bytes(run_rows, n_cols, d_model))
+
+
+def rows_that_fit(n_cols: int, available: int, d_model: int = 128) -> int:
+    """The most rows (a multiple of 1,000, at least 1,000) of n_cols columns whose `estimated_bytes` is within 80%
+    of `available`."""
+    lo, hi = 1, 10_000
+    while estimated_bytes(hi * 1000, n_cols, d_model) <= 0.8 * available and hi < 10**7:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if estimated_bytes(mid * 1000, n_cols, d_model) <= 0.8 * available else (lo, mid)
+    return lo * 1000
 
 
 def memory_problem(n_rows: int, n_cols: int, name: str = "table", available: int | None = None,
                    d_model: int = 128) -> TableError | None:
-    """The problem, when a default FEAT run on n_rows x n_cols would take more than 80% of the free memory."""
+    """The problem, when a default FEAT run on n_rows x n_cols would take more than 80% of the free memory; its fix
+    names the largest sample that passes this same check (`rows_that_fit`)."""
     avail = available_memory() if available is None else available
     need = estimated_bytes(n_rows, n_cols, d_model)
     if need <= 0.8 * avail:
         return None
-    fit_rows = max(1000, int(0.8 * avail / max(need / max(n_rows, 1), 1)) // 1000 * 1000)
     return TableError(
         f"{name}: {n_rows:,} rows x {n_cols} columns needs about {need / 2**30:.1f} GiB for a FEAT run, "
         f"but this machine has {avail / 2**30:.1f} GiB free.",
-        f"Use a random sample of at most about {fit_rows:,} rows (or cap the example rows FEAT reads), or drop "
-        "columns you do not need.")
+        f"Use a random sample of at most about {rows_that_fit(n_cols, avail, d_model):,} rows, or drop columns you "
+        "do not need.")
 
 
 def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available: int | None = None,

@@ -121,13 +121,23 @@ def test_upload_limit_and_too_large_for_machine():
 
 
 def test_memory_estimate_follows_the_rows_a_run_reads():
-    """Local parts bound a default run's tokens, so a long table costs about its cells; reading the
-    whole context adds one copy of its tokens (N x (D+1) x 128 x 4 bytes) and the mixers' scratch."""
+    """Local parts bound a default run's tokens, so a long table costs about its cells; reading the whole
+    context adds one copy of the tokens of the rows the reading budget lets it read (rows x (D+1) x 128 x 4
+    bytes); members past the first add their cells. A refusal's suggested sample passes the same check."""
+    from feat_engine.reading.read_budget import READ_CELLS, plan_reading
+
     local, whole = aio.estimated_bytes(700_000, 20), aio.estimated_bytes(700_000, 20, local_context=None)
-    assert local < 24 << 30 and whole - local > 700_000 * 21 * 128 * 4
+    read = plan_reading(700_000, 21, 1, 4, None, None, READ_CELLS).rows
+    assert local < 8 << 30 and whole - local > read * 21 * 128 * 4
+    assert aio.estimated_bytes(1_000_000, 20) < 12 << 30                # a million rows fit a 24 GiB machine
     aio.check_fits_machine(700_000, 20, "big.csv", available=32 << 30)  # no error
     with pytest.raises(aio.TableError, match="big.csv"):
         aio.check_fits_machine(700_000, 20, "big.csv", available=7 << 30)
+    for cols, avail in ((20, 7 << 30), (50, 4 << 30), (10, 1 << 30)):
+        problem = aio.memory_problem(3_000_000, cols, "big.csv", available=avail)
+        rows = int(problem.fix.split("at most about ")[1].split(" rows")[0].replace(",", ""))
+        assert aio.memory_problem(rows, cols, available=avail) is None                   # the cap passes
+        assert aio.memory_problem(rows + 2_000, cols, available=avail) is not None       # and is the largest
 
 
 def test_target_checks():

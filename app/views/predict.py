@@ -78,13 +78,13 @@ with st.form("predict_form"):
                                  "rows and columns in another order, and averages the answers: more readings are "
                                  "steadier and slower. One reading goes through the example rows once (once per "
                                  "class, where more than two classes are read one against the rest). FEAT keeps its "
-                                 "reading to about two minutes on two cores: the default is 4, fewer on large tables "
+                                 "reading to a few minutes on two cores: the default is 4, fewer on large tables "
                                  f"({members} on this one), and past one reading each reads a random share of the "
                                  "rows, while the classical model beside it learns from all of them.")
     max_ctx = f4.number_input("Max example rows FEAT reads (0 = as its budget allows)", 0, 10_000_000, 0, 1000,
                               key="pred_maxctx",
                               help="FEAT reads at most this many labelled rows, a random share of them; 0 lets it read "
-                                   "as many as fit in about two minutes on two cores. The classical model beside it "
+                                   "as many as fit in a few minutes on two cores. The classical model beside it "
                                    "learns from every labelled row either way.")
     with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")

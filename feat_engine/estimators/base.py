@@ -46,8 +46,9 @@ PARAMETERS = {
     "blend": ("bool, default True", "On a context split into local parts, blend the engine's output with the "
               "classical model's own prediction at the weight that predicts held-out context rows best."),
     "read_budget": ("int or None, default 8,000,000", "Context cells (rows x (features + 1), per labelling, twice over "
-                    "in overlapping local parts) the engine reads at most over all members: about two minutes of "
-                    "engine on two AVX2 cores in fp32, one with native bf16 (docs/benchmarks.md, \"Large tables\"). "
+                    "in overlapping local parts) the engine reads at most over all members: about eight minutes "
+                    "of engine on two AVX2 cores in fp32, about half that with native bf16 (docs/design.md, \"Large "
+                    "tables\"). "
                     "Past it `fit` reads fewer members (down to one), then fewer rows (a random subset, `read_plan_`); "
                     "the target statistics and the stacked model are still fitted on every row. None reads every row "
                     "with every member."),

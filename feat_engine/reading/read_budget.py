@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from .local_parts import OVERLAP, rows_per_run
 
-READ_CELLS = 8_000_000   # context cells the estimators' engine runs read at most by default (docs/benchmarks.md,
-                         # "Large tables": about 2 minutes of engine on two AVX2 cores, fp32)
+READ_CELLS = 8_000_000   # context cells the estimators' engine runs read at most by default (docs/design.md,
+                         # "Large tables": about 8 minutes of engine on two AVX2 cores in fp32)
 
 
 @dataclass(frozen=True)
