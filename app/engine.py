@@ -88,8 +88,11 @@ def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
     view keeps for a second click on the same data."""
     def go():
         cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
-        kw = _kwargs(params, _phase(progress, f"learning from {len(X_train):,} example rows"))
-        return cls(**{**kw, **(exact or {})}).fit(X_train, y_train)
+        n, settings = len(X_train), {**_kwargs(params, None), **(exact or {})}
+        classes = y_train.nunique() if task == "classification" else 0
+        read = reading_plan(task, settings, n, X_train.shape[1], classes).rows
+        words = f"learning from {n:,} example rows" if read >= n else f"reading {read:,} of {n:,} example rows"
+        return cls(**{**settings, **_kwargs({}, _phase(progress, words))}).fit(X_train, y_train)
 
     return _call(go)
 

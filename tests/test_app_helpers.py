@@ -868,3 +868,18 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
                                    {"arrival_date_year": "numeric", "adr": "numeric"})
     assert dict(zip(sure["column"], sure["filled with"])) == {"arrival_date_year": "2016", "adr": "55.12"}
     assert sure.set_index("column").loc["adr", "how sure"] == "typical error ± 3.14"
+
+
+def test_fit_progress_names_the_rows_feat_reads():
+    """Past the reading budget the fit's progress says how many of the example rows FEAT reads (at least two local
+    parts, 2,048 rows, here), and the fitted reading agrees."""
+    from app import engine
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(3_000, 3)), columns=list("abc"))
+    y = pd.Series(np.where(X["a"] > 0, "yes", "no"))
+    said = []
+    out = engine.fit(X, y, "classification", {"n_estimators": 1, "read_budget": 1_000, "view": None},
+                     lambda done, total, msg: said.append(msg))
+    assert said and all(m.startswith("reading 2,048 of 3,000 example rows: ") for m in said)
+    assert out.value.read_plan_.rows == 2_048 and len(out.value.members_[0].rows) == 2_048

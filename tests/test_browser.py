@@ -96,6 +96,13 @@ CUT_LABELS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
         .map(t => t.textContent); })"""
 
 
+def _saved(download, folder: Path) -> Path:
+    """A download kept under its own name, so that a browser opens it by its suffix (an HTML page)."""
+    path = folder / download.suggested_filename
+    download.save_as(path)
+    return path
+
+
 def cut_labels(browser, report: Path) -> list[str]:
     """The axis labels and titles that a downloaded report draws past its figures' edges, opened offline in a
     1,280-px window."""
@@ -119,6 +126,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     upload(page, server, csv_path, 120)
     assert "FEAT" in page.locator('[data-testid="stSidebar"]').inner_text()
     assert "wine_small.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
+    page.get_by_text(re.compile(r"empty cells in \d+ of 120 rows")).wait_for(timeout=60_000)   # the view's last part
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert "Columns" in main and "empty cells in" in main
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=60_000)
@@ -153,7 +161,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     assert "FEAT learned from 90 example rows" in page.locator('[data-testid="stMain"]').inner_text()
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download a report of this run (HTML)").click()
-    assert cut_labels(browser, Path(dl.value.path())) == []                   # the report's labels are whole
+    assert cut_labels(browser, _saved(dl.value, tmp_path)) == []               # the report's labels are whole
     _shot(page, "predict")
 
     # --- a reload keeps the table and the run
@@ -201,7 +209,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     assert len(ticks) == 6 and all(t == x >= len(df.columns) for t, x in ticks), ticks   # every column labelled
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download a report of this run (HTML)").click()
-    assert cut_labels(browser, Path(dl.value.path())) == []
+    assert cut_labels(browser, _saved(dl.value, tmp_path)) == []
     _shot(page, "relations")
 
     # --- a long run can be cancelled: the earlier results stay
@@ -210,7 +218,9 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_role("button", name="Cancel").click(timeout=60_000)
     page.get_by_text("The run was cancelled").wait_for(timeout=120_000)
     wait_idle(page)
-    assert sum(t[0].startswith("heatmap") for t in _plot_types(page)) == 6
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .filter(el => ((el.data || [{}])[0] || {}).type === 'heatmap').length === 6""", timeout=60_000)
+    assert sum(t[0].startswith("heatmap") for t in _plot_types(page)) == 6          # the earlier results stay
     assert not errors, errors
 
 

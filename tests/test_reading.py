@@ -722,7 +722,7 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
 def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_otherwise(monkeypatch):
     """Members that read every row of a context of at most STOP_ROWS rows share one fit of the statistics
     and view per labelling (and, for the regressor, per power scale); members of a longer context (whose
-    tree views stop early on splits of their own) or of a capped one each fit their own."""
+    tree views stop early on splits of their own) or of a capped one each fit their own, on every row."""
     import feat_engine.reading.run_inputs as ri_mod
 
     fits = []
@@ -742,7 +742,7 @@ def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_other
     assert fits == [200] * 2                               # the target as it is, and on its power scale
     fits.clear()
     FEATClassifier(n_estimators=3, local_context=None, max_context=150).fit(X, y)
-    assert fits == [150] * 9                               # each member's own 150 rows, three classes each
+    assert fits == [200] * 9            # each member its own fit, three classes each, on every row (not its 150)
     fits.clear()
     monkeypatch.setattr(in_context, "STOP_ROWS", 150)         # the 200 rows now count as a long context
     FEATClassifier(n_estimators=2, local_context=None).fit(X, y)
