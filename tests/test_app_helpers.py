@@ -883,3 +883,22 @@ def test_fit_progress_names_the_rows_feat_reads():
                      lambda done, total, msg: said.append(msg))
     assert said and all(m.startswith("reading 2,048 of 3,000 example rows: ") for m in said)
     assert out.value.read_plan_.rows == 2_048 and len(out.value.members_[0].rows) == 2_048
+
+
+def test_the_classical_models_share_is_said_in_an_analysts_words():
+    """How much of the final answer is the classical model's: none fitted, FEAT's own reading, a share, or all of it
+    (FEAT's reading added nothing on the rows set aside), the last one first in 'What FEAT did'."""
+    from types import SimpleNamespace as NS
+
+    from app.engine import classical_share
+
+    trees = {None: NS(stacked=NS(kind="trees"))}
+
+    def est(weight, inputs=trees):
+        return NS(run_inputs_=[inputs], blend_=None if weight is None else NS(weight=weight, rows=512))
+
+    assert classical_share(est(None, {None: NS(stacked=None)})) is None
+    assert classical_share(est(None)).endswith("the final answer is FEAT's own reading.")
+    assert "mixed 75% of that model's own answer" in classical_share(est(0.75))
+    alone = classical_share(est(1.0))
+    assert alone.startswith("On 512 example rows set aside to check") and "boosted trees" in alone
