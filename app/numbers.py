@@ -228,12 +228,16 @@ def formats_for(df: pd.DataFrame) -> dict:
     return {c: column_format(df.iloc[:, i], c) for i, c in enumerate(df.columns)}
 
 
+DELTA_FLOOR = 5e-5      # score differences below this are shown as none
+
+
 def delta_text(x: float | None, digits: int = 2) -> str:
     """A difference of two scores, signed, in plain decimals: "+0.012", "-1,235", "+0.0004" (one significant digit
-    below a thousandth; never "4.3e-04"); "0" for none, "n/a" where missing."""
+    below a thousandth; never "4.3e-04"); "0" below DELTA_FLOOR (no difference at the 4 decimals scores are read
+    to: 1.0 against 0.99999999 is a tie), "n/a" where missing."""
     if x is None or not np.isfinite(x):
         return "n/a"
-    if x == 0:
+    if abs(x) < DELTA_FLOOR:
         return "0"
     sign = "+" if x > 0 else "-"
     x = abs(float(x))

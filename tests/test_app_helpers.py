@@ -823,6 +823,7 @@ def test_score_deltas_in_plain_decimals_and_counts_whole():
     assert numbers.delta_text(4.3e-4) == "+0.0004" and numbers.delta_text(-0.012) == "-0.012"
     assert numbers.delta_text(0.05) == "+0.050" and numbers.delta_text(-1234.5) == "-1,234"
     assert numbers.delta_text(0.0) == "0" and numbers.delta_text(float("nan")) == "n/a"
+    assert numbers.delta_text(1.0 - 0.99999999) == "0"                      # a tie at the digits scores show
     assert numbers.count_text(36637) == "36,637" and numbers.count_text(np.int64(5)) == "5"
     cm = metrics.confusion(["a"] * 36637 + ["b"] * 10, ["a"] * 36647, ["a", "b"])
     fig = figures.confusion_figure(cm)
