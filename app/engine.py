@@ -1,8 +1,9 @@
 """The app's only door to FEAT: thin calls to feat_engine's public API (estimators,
-relation_matrix, dependence_matrix, checkpoint), timing them and turning the engine's warnings
+relation_matrix, dependence_matrix, checkpoint, dask_scoring), timing them and turning the engine's warnings
 and input errors into messages for the page. No Streamlit and no modelling here."""
 from __future__ import annotations
 
+import copy
 import inspect
 import time
 import warnings
@@ -14,6 +15,7 @@ import pandas as pd
 
 import feat_engine as fe
 from app.numbers import column_format, format_value
+from feat_engine.inference import uses_bf16
 from feat_engine.progress import Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
 
@@ -36,6 +38,8 @@ def _call(fn, *args, **kwargs) -> Outcome:
         warnings.simplefilter("always")
         try:
             value = fn(*args, **kwargs)
+        except EngineError:        # already in the page's words (`score_on_dask`)
+            raise
         except (ValueError, TypeError, KeyError) as e:
             raise EngineError(f"FEAT could not use this input: {e}. Check the target and the column "
                               "types ('use as') in Data.") from None
@@ -98,21 +102,92 @@ def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
 
 
 def predict(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame,
-            progress: Progress | None = None) -> Outcome:
-    """A fitted estimator's predictions. value: dict(pred, proba, classes, reading, what_feat_did): the estimator's
+            progress: Progress | None = None, scheduler: str = "") -> Outcome:
+    """A fitted estimator's predictions, made here or, with `scheduler` (a Dask scheduler's address), by that
+    cluster's workers (`score_on_dask`). value: dict(pred, proba, classes, reading, what_feat_did): the estimator's
     technical sentence on how it read the table, and the same in an analyst's words."""
     def go():
         est.set_params(progress=_phase(progress, f"predicting {len(X_test):,} rows"))
         said = {"reading": est.reading_, "what_feat_did": what_feat_did(est), "read_rows": est.read_plan_.rows,
                 "share": classical_share(est)}
-        if isinstance(est, fe.FEATClassifier):
-            proba = np.asarray(est.predict_proba(X_test), dtype=float)
+        classifier = isinstance(est, fe.FEATClassifier)
+        if scheduler:
+            out = score_on_dask(est, X_test, scheduler, progress)
+        else:
+            out = est.predict_proba(X_test) if classifier else est.predict(X_test)
+        if classifier:
+            proba = np.asarray(out, dtype=float)
             classes = list(est.classes_)
             pred = np.asarray(classes, dtype=object)[proba.argmax(axis=1)] if len(proba) else np.array([], dtype=object)
             return {"pred": pred, "proba": proba, "classes": classes, **said}
-        return {"pred": np.asarray(est.predict(X_test), dtype=float), "proba": None, "classes": None, **said}
+        return {"pred": np.asarray(out, dtype=float), "proba": None, "classes": None, **said}
 
     return _call(go)
+
+
+# rows to predict per Dask partition at most; a cluster of W workers gets at least 2W partitions, so that each
+# worker has work and the progress moves
+DASK_PART_ROWS = 20_000
+
+
+def score_on_dask(est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame, address: str,
+                  progress: Progress | None = None) -> np.ndarray:
+    """What `est.predict_proba` (a classifier) or `est.predict` (a regressor) gives for X_test, scored by the
+    workers of the Dask scheduler at `address`, partition by partition (`dask_scoring.predict_partitions`), against
+    est's one context fitted here: the same for every row, since a row's prediction never depends on the other
+    rows. progress: (partitions scored, partitions). The engine's notes on unreadable values in X_test are raised
+    here, as the in-process prediction raises them (the workers' own stay in their logs). EngineError, naming the
+    address, when dask or distributed is missing, the scheduler does not answer or has no workers, or the workers
+    fail."""
+    from feat_engine import dask_scoring
+    tell = _phase(progress, f"predicting {len(X_test):,} rows on the Dask cluster") or (lambda *_: None)
+    est.preprocessor_.warn_unreadable(X_test, est.preprocessor_.detail(X_test, "query").values, "query")
+    here = "Or empty 'Score on a Dask cluster' to score on this machine."
+    tell(0, 1, "connecting")
+    try:
+        import dask.dataframe  # noqa: F401  (the dask extra on this machine, checked before connecting)
+        with dask_scoring.connect(address) as client:
+            try:
+                workers = len(client.scheduler_info()["workers"])
+                table = _scored_parts(client, est, X_test, workers, tell) if workers else None
+            except Exception as e:      # a worker's error comes back here as it was raised there, whatever its kind
+                raise EngineError(f"The Dask cluster at {address} could not score the rows ({type(e).__name__}: "
+                                  f"{str(e).splitlines()[0][:300] if str(e) else 'no message'}). Its workers need "
+                                  f"feat-engine installed, the version this app runs. {here}") from None
+    except ImportError as e:
+        raise EngineError(f"FEAT cannot score on the Dask cluster at {address}: this machine lacks "
+                          f"{e.name or 'dask or distributed'} (pip install \"feat-engine[dask]\"). {here}") from None
+    except ConnectionError as e:        # `connect`'s: the address, and why
+        raise EngineError(f"{e} {here}") from None
+    if table is None:
+        raise EngineError(f"The Dask scheduler at {address} has no workers, so nothing would score the rows: start "
+                          f"some (dask worker {address}). {here}")
+    # the columns of `prediction_frame`: the prediction, then (a classifier) a probability per class in classes_ order
+    return table.iloc[:, 1:].to_numpy() if isinstance(est, fe.FEATClassifier) else table.iloc[:, 0].to_numpy()
+
+
+def _scored_parts(client, est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.DataFrame, workers: int,
+                  tell: Progress) -> pd.DataFrame:
+    """`prediction_frame` of X_test computed on the Client's cluster of `workers` workers, in X_test's row order
+    and in the arithmetic this machine takes (a precision of "auto" would resolve on each worker's own hardware);
+    tell(done, total, message) as partitions finish."""
+    import dask.dataframe as dd
+    import distributed
+
+    from feat_engine import dask_scoring
+    est = copy.copy(est).set_params(precision="bf16" if uses_bf16(est.precision, est.device) else "fp32")
+    name = "prediction"                 # the predictions' column: a name X_test lacks (`prediction_frame` drops it)
+    while name in X_test.columns:
+        name += "_"
+    n_parts = max(1, min(len(X_test), max(2 * workers, -(-len(X_test) // DASK_PART_ROWS))))
+    query = dd.from_pandas(X_test, npartitions=n_parts, sort=False)        # unsorted: the rows keep their order
+    tell(0, query.npartitions, f"sending FEAT to {workers} worker{'s' if workers > 1 else ''}")
+    futures = client.compute(dask_scoring.predict_partitions(est, query, name).to_delayed())
+    scored = {}
+    for future, part in distributed.as_completed(futures, with_results=True):   # raises a failed part's error
+        scored[future.key] = part
+        tell(len(scored), len(futures), f"{len(scored)} of {len(futures)} groups of rows scored")
+    return pd.concat([scored[f.key] for f in futures])
 
 
 # example rows the first answer reads (`first_answer`): one reading of a context this long comes in a second or two

@@ -945,3 +945,70 @@ def test_relations_axes_follow_the_matrix_the_caption_names(monkeypatch):
     assert "clustering of **Pearson**" in said() and f"({cols[0]} and {cols[3]})" in said()
     assert at.number_input(key="rel_nest").proto.label == "FEAT readings (averaged)"
     assert lab_words(at) == []
+
+
+# --------------------------------------------------------------------------- scoring on Dask
+
+def test_a_dask_cluster_that_cannot_score_is_a_red_box_and_the_results_stay(monkeypatch):
+    """A scheduler that does not answer, and dask or distributed missing: a red box naming the address and the
+    reason, no traceback, and the earlier run's results still shown."""
+    import sys
+
+    from feat_engine import dask_scoring
+    monkeypatch.setattr(dask_scoring, "CONNECT_TIMEOUT", "1s")
+    at = new_app()
+    upload(at, "wine.csv", csv(small_table(60)))
+    at.switch_page("views/predict.py").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.checkbox(key="pred_gbdt").uncheck()
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    earlier = at.session_state["result:predict"]
+    address = "tcp://127.0.0.1:9"                               # the discard port: nothing listens there
+    for reason, missing in [("cannot connect", False), ('pip install "feat-engine[dask]"', True)]:
+        if missing:
+            monkeypatch.setitem(sys.modules, "distributed", None)     # as if the dask extra were not installed
+        at.text_input(key="pred_scheduler").set_value(address)
+        at.button(key="pred_run").click().run()
+        assert not at.exception and len(at.error) == 1
+        assert address in at.error[0].value and reason in at.error[0].value and "Traceback" not in at.error[0].value
+        assert at.session_state["result:predict"] is earlier
+        assert any(m.value.startswith("#### Predictions") for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_scoring_on_a_dask_cluster_gives_the_same_predictions(cluster, monkeypatch):
+    """With the scheduler address of a two-worker LocalCluster, FEAT learns here and the workers score the rows to
+    predict, group by group, the progress counting the groups: Evaluate and Fill in give the predictions, scores and
+    downloads they give on this machine. The probabilities agree to float32 rounding (8e-8 here), as the engine's
+    own in-process ones do between batch sizes and thread counts (the workers run one thread each)."""
+    from app import state
+    files, said = offered_files(monkeypatch), []
+    words = state.progress_words
+    monkeypatch.setattr(state, "progress_words", lambda message: said.append(message) or words(message))
+    df = small_table(60)
+    df.loc[df.index[:6], "cultivar"] = np.nan
+    at = new_app()
+    upload(at, "wine.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.checkbox(key="pred_gbdt").uncheck()
+    for mode, n in [("Evaluate", 14), ("Fill in", 6)]:
+        at.radio(key="predict_mode").set_value(mode).run()
+        runs = []
+        for address in ("", cluster.scheduler.address):
+            said.clear()
+            at.text_input(key="pred_scheduler").set_value(address)
+            at.button(key="pred_run").click().run()
+            no_trouble(at)
+            runs.append((at.session_state["result:predict"], files["feat_predictions_cultivar.csv"],
+                         [(m.label, m.value) for m in at.metric if m.label != "FEAT time"]))
+        (here, here_csv, here_scores), (there, there_csv, there_scores) = runs
+        assert len(there["test_index"]) == n and there["fit_reused"]          # the fit made here, scored there
+        np.testing.assert_array_equal(there["feat"]["pred"], here["feat"]["pred"])
+        np.testing.assert_allclose(there["feat"]["proba"], here["feat"]["proba"], rtol=0, atol=1e-6)
+        assert there_scores == here_scores
+        here_csv, there_csv = (pd.read_csv(io.BytesIO(b)) for b in (here_csv, there_csv))
+        pd.testing.assert_frame_equal(there_csv, here_csv, check_exact=False, rtol=0, atol=1e-6)
+        assert [m.split(": ", 1)[1] for m in said if "groups of rows scored" in m] == \
+            [f"{k} of 4 groups of rows scored" for k in range(1, 5)]          # two partitions per worker

@@ -22,12 +22,6 @@ from feat_engine.io import parquet_parts  # noqa: E402
 from feat_engine.predictions import prediction_frame  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with dask_scoring.connect("local", n_workers=2) as client:
-        yield client
-
-
 def _table(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     df = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])

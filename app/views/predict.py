@@ -1,6 +1,7 @@
 """Predict: pick a target; Evaluate on a holdout next to a GBDT, or Fill in missing targets."""
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -15,6 +16,7 @@ from feat_engine.inference import bf16_is_fast
 
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
 READINGS = "FEAT readings (averaged)"      # the box of how many times FEAT reads the table, and its run setting
+SCHEDULER_ENV = "FEAT_DASK_SCHEDULER"      # the environment variable that gives the Dask scheduler's default address
 
 
 def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: str, index, target: str,
@@ -94,6 +96,14 @@ with st.form("predict_form"):
                          help="auto: bf16 on a GPU or a CPU that multiplies it natively (about twice as fast on the "
                               "development tables, with the same scores), else fp32. fp32 gives the same numbers on "
                               "every CPU; bf16 without native support is emulated and slow.")
+    scheduler = st.text_input("Score on a Dask cluster: scheduler address", os.environ.get(SCHEDULER_ENV, ""),
+                              key="pred_scheduler", placeholder="empty: score on this machine",
+                              help="For many rows to predict: the address of a running Dask scheduler "
+                                   "(tcp://host:8786). FEAT still learns from the example rows on this machine; the "
+                                   "cluster's workers then predict the other rows, group by group, each row as it "
+                                   "would be predicted here. The workers need feat-engine installed, the version "
+                                   "this app runs (pip install \"feat-engine[dask]\"). Empty: score on this "
+                                   f"machine. The default is the environment variable {SCHEDULER_ENV}.").strip()
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
 if submitted:
@@ -125,8 +135,9 @@ if submitted:
         aio.check_fits_machine(len(X_all), X_all.shape[1], "this table")
         key = state.fit_key(target, task, tr, params)
         est = state.kept_fit(key)
+        on_dask = f" on the Dask cluster at {scheduler}" if scheduler else ""
         with st.status(f"FEAT: {'reusing what it learned from' if est else 'learning from'} {len(tr):,} example "
-                       f"rows, predicting {len(te):,} ...", expanded=True) as status:
+                       f"rows, predicting {len(te):,}{on_dask} ...", expanded=True) as status:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
             fitted, first, refine = None, None, ""
@@ -141,7 +152,7 @@ if submitted:
                 fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine))
                 est = fitted.value
                 state.keep_fit(key, est)
-            out = engine.predict(est, X_te, state.progress_callback(bar, refine))
+            out = engine.predict(est, X_te, state.progress_callback(bar, refine), scheduler)
             if fitted is not None:
                 out.warnings[:0] = [w for w in fitted.warnings if w not in out.warnings]
             out.seconds = time.perf_counter() - clicked      # the first answer, the full reading and the predictions
@@ -172,7 +183,8 @@ if submitted:
                                        "settings": [f"{READINGS}: {int(n_est)}", f"seed: {int(seed)}",
                                                     f"max example rows FEAT reads: {int(max_ctx) or 'as its budget allows'}",
                                                     f"arithmetic: {precision}"]
-                                       + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])})
+                                       + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])
+                                       + ([f"scored on the Dask cluster at {scheduler}"] if scheduler else [])})
 
 res = state.shown_result("predict")
 tgt, task_r, feat = res["target"], res["task"], res["feat"]
