@@ -245,7 +245,7 @@ def progress_words(message: str) -> str:
 def progress_callback(bar, prefix: str = ""):
     """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
     `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
-    before the first colon)."""
+    before the first colon; the engine's share is one of the time, `StepCounter`), before that the time so far."""
     clock = {"phase": None, "start": time.monotonic()}
 
     def cb(done: int, total: int, message: str = "") -> None:
@@ -258,6 +258,8 @@ def progress_callback(bar, prefix: str = ""):
         elapsed = time.monotonic() - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
             text += f" (about {seconds_text(elapsed * (1 - frac) / frac)} left)"
+        elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
+            text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])
     return cb
 

@@ -31,7 +31,9 @@ from .targets import infer_task
 
 
 def _progress(done: int, total: int, msg: str) -> None:
-    print(f"\r[{done}/{total}] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr, flush=True)
+    """A progress report on one line of stderr: the share done, then the message."""
+    print(f"\r[{100 * done / max(total, 1):3.0f}%] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr,
+          flush=True)
 
 
 def local_context_arg(value: str) -> int | str | None:

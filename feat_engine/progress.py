@@ -3,37 +3,73 @@ the runs' reports into one stream."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 Progress = Callable[[int, int, str], None]
 """A progress callback: (done, total, message)."""
 
+SCALE = 1_000_000   # a stream of runs of two kinds reports its share done in millionths
+
 
 class StepCounter:
     """Turns the runner's per-run progress into one (done, total, message) stream over all runs. Runs may
     report from worker threads (`inference.map_runs`): their latest report waits for `flush`, which the
-    thread that made the counter calls, and the stream never moves back."""
+    thread that made the counter calls, and the stream never moves back.
 
-    def __init__(self, progress: Progress | None, n_runs: int):
+    `fits` of the n_runs are fits of the classical models rather than engine runs. Each kind then takes its
+    share of the stream from the seconds its runs have taken so far on this machine (a kind not timed yet: the
+    other's), re-estimated as runs end, so that the share done is a share of the time and the time left can be
+    told from it. Runs of one kind count equally: (i * total + done, n_runs * total) for run i."""
+
+    def __init__(self, progress: Progress | None, n_runs: int, fits: int = 0):
         self.progress, self.n_runs, self.run = progress, n_runs, 0
-        self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1, None
+        self._planned = {"fit": fits, "run": n_runs - fits}
+        self._kinds: list[str] = []
+        self._timed = {"fit": [0.0, 0], "run": [0.0, 0]}      # seconds and runs ended, by kind
+        self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1.0, None
 
-    def callback(self, label: str) -> Progress | None:
-        """Progress callback for the next run (None when nobody listens)."""
+    def callback(self, label: str, fit: bool = False) -> Progress | None:
+        """Progress callback for the next run, a fit of the classical models where `fit` (None when nobody
+        listens)."""
         if self.progress is None:
             return None
+        kind = "fit" if fit and self._planned["fit"] else "run"
         with self._lock:
             i, self.run = self.run, self.run + 1
+            self._kinds.append(kind)
+        began = [None]
 
         def cb(done: int, total: int, msg: str) -> None:
+            now = time.monotonic()
             with self._lock:
-                if i * total + done < self._shown:
+                began[0] = now if began[0] is None else began[0]
+                if total and done >= total:
+                    self._timed[kind][0] += now - began[0]
+                    self._timed[kind][1] += 1
+                frac = self._share(i, done / total if total else 1.0)
+                if frac < self._shown:
                     return
-                self._shown = i * total + done
-                self._pending = (self._shown, self.n_runs * total, f"{label}: {msg}")
+                self._shown = frac
+                if self._planned["fit"]:
+                    report = (round(frac * SCALE), SCALE)
+                else:
+                    report = (i * total + done, self.n_runs * total)
+                self._pending = (*report, f"{label}: {msg}")
             if threading.get_ident() == self._owner:
                 self.flush()
         return cb
+
+    def _share(self, i: int, within: float) -> float:
+        """The stream's share done when run i is `within` through, each run weighted by its kind's seconds."""
+        if not self._planned["fit"]:
+            return (i + within) / max(self.n_runs, 1)
+        mean = {k: s / n for k, (s, n) in self._timed.items() if n and s > 0}
+        weight = {k: mean.get(k, sum(mean.values()) / len(mean) if mean else 1.0) for k in self._timed}
+        left = {k: max(self._planned[k] - self._kinds.count(k), 0) for k in self._planned}
+        before = sum(weight[k] for k in self._kinds[:i])
+        total = sum(weight[k] for k in self._kinds) + sum(weight[k] * n for k, n in left.items())
+        return min(1.0, (before + weight[self._kinds[i]] * within) / total)
 
     def flush(self) -> None:
         """Hand the latest report to `progress`; only on the counter's own thread (elsewhere it does nothing)."""

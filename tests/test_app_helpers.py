@@ -605,6 +605,9 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     assert shown[0] == (0.0, "learning: pass 1 of 4: reading 100 example rows")
     assert shown[1] == (0.4, "learning: pass 2 of 4: reading 100 example rows (about 30 s left)")
     assert "left" not in shown[2][1] and "left" not in shown[3][1] and shown[3][0] == 0.25
+    now[0] += 12
+    cb(0, 4, "predicting: member 1/4: fitting the classical models")   # nothing to tell the time left from yet
+    assert shown[4][1].endswith("(12 s so far)")
 
 
 def test_column_summaries_show_each_kind_in_its_own_terms():

@@ -69,6 +69,19 @@ def test_query_rows_are_independent(Est):
     np.testing.assert_allclose(f(X[60:][perm]), full[perm], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
+def test_a_shuffled_context_gives_the_same_predictions(Est):
+    """A table's rows are a set: the members' orders, local parts and folds come from the rows' content."""
+    X, y = data(n=240)
+    y = (y > 0).astype(int) if Est is FEATClassifier else y
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(kind=np.where(X[:, 2] > 0, "p", "q"))
+    perm = np.random.default_rng(1).permutation(200)
+    fits = [Est(n_estimators=1, local_context=64).fit(frame.iloc[rows], y[rows]) for rows in (np.arange(200), perm)]
+    f = [m.predict_proba if Est is FEATClassifier else m.predict for m in fits]
+    assert fits[0].members_[0].local is not None                    # the local parts' path
+    np.testing.assert_allclose(f[0](frame.iloc[200:]), f[1](frame.iloc[200:]), rtol=0, atol=1e-9)
+
+
 def test_regressor_predicts_in_original_units():
     X, y = data()
     y = 1000 + 50 * y

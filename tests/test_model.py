@@ -419,6 +419,27 @@ def test_step_counter_reports_workers_progress_on_its_own_thread_and_never_back(
     assert seen[1:] == [(7 / 8, "part 3: block", threading.get_ident())]
 
 
+def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monkeypatch):
+    """A fit of the classical models that took 10 s against engine runs of 1 s: the share done is a share of the
+    time, re-estimated when the first engine run ends (a kind not timed yet weighs what the other did)."""
+    import feat_engine.progress as fp
+    now, seen = [0.0], []
+    monkeypatch.setattr(fp.time, "monotonic", lambda: now[0])
+    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), 3, fits=1)
+    fit = steps.callback("member 1/1", fit=True)
+    fit(0, 1, "fitting")
+    now[0] = 10.0
+    fit(1, 1, "fitted")
+    assert seen == [0.0, pytest.approx(1 / 3)]        # the engine runs not timed yet: 10 s each, as the fit
+    run = steps.callback("member 1/1, part 1/2")
+    run(0, 2, "encoding")
+    now[0] = 11.0
+    run(2, 2, "done")
+    assert seen[-1] == pytest.approx(11 / 12)        # 10 s of fit and 1 s of engine done, 1 s left
+    steps.callback("member 1/1, part 2/2")(1, 2, "encoding")
+    assert seen[-1] == pytest.approx(11.5 / 12) and seen == sorted(seen)
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_a_query_alone_gets_the_same_numbers_as_in_a_batch(model, bf16):
     """`run` decodes queries in blocks padded to QUERY_BLOCK rows, so a row's output does not move with the number

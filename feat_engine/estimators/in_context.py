@@ -19,7 +19,7 @@ from ..progress import Progress, StepCounter
 from ..reading.blend import Blend, choose_blend, held_out_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
-from ..reading.members import MEMBER_TOL, Member, MemberChoice, plan_members, prediction_change
+from ..reading.members import MEMBER_TOL, Member, MemberChoice, content_order, plan_members, prediction_change
 from ..reading.quantile_transform import reads_quantiles
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
@@ -80,8 +80,11 @@ class InContextBase(FEATBase, ABC):
     # ----------------------------------------------------------------------------------- fit
 
     def _fit_supervised(self, X: pd.DataFrame, y: np.ndarray, classification: bool) -> None:
-        """Run the reading stages on the context X with model targets y (class indices or standardised values)."""
+        """Run the reading stages on the context X with model targets y (class indices or standardised values),
+        its rows first put in their content's order (`content_order`), so that their given order changes nothing."""
         size = self._checked_local_context()
+        order = content_order(X, y)
+        X, y = X.iloc[order], np.asarray(y)[order]
         detail = self._fit_features(X)
         self.y_ = y
         n, d = self.context_.shape
@@ -105,7 +108,7 @@ class InContextBase(FEATBase, ABC):
         routes = None if held is None else self._routes(self.context_[held])
         blend_runs = 0 if held is None else (runner.count_runs(self.members_, routes, self.device)
                                              * len(self._ovr_classes()))
-        steps = StepCounter(self.progress, self._n_fits() + blend_runs)     # one stream over the fits and the blend
+        steps = StepCounter(self.progress, self._n_fits() + blend_runs, self._n_fits())     # the fits and the blend
         self._states = StateCache()
         self.member_choice_, self.blend_ = None, None
         if held is None:
@@ -251,7 +254,7 @@ class InContextBase(FEATBase, ABC):
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
         context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`; its start and
         end reported to `steps` under `name`."""
-        say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}")
+        say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}", fit=True)
         if say is not None:
             say(0, 1, "fitting the classical models on the context")
         labels = self._labels(cls)[rows]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from ..errors import FEATInputError
 from .local_parts import LocalContexts
@@ -31,6 +32,18 @@ class Member:
     def column_ids(self, model: FEAT, width: int | None = None) -> Tensor:
         """The member's S-DFE column identities for `width` columns (default: its features)."""
         return model.column_ids(1, width or len(self.features), seed=self.seed)
+
+
+def content_order(X: pd.DataFrame, y: np.ndarray) -> np.ndarray:
+    """A permutation of the context rows fixed by their content (each row's values and label, hashed): a table's
+    rows are a set, so the members' row orders, parts and folds are drawn from this order rather than the one
+    the rows came in, and a shuffled context gives the same fit. Equal rows tie, and their order cannot matter."""
+    try:
+        key = pd.util.hash_pandas_object(X, index=False).to_numpy()
+    except TypeError:                        # values pandas cannot hash as they are (lists, say): their text
+        key = pd.util.hash_pandas_object(X.astype(str), index=False).to_numpy()
+    label = pd.util.hash_pandas_object(pd.Series(np.asarray(y)), index=False).to_numpy()
+    return np.argsort(key ^ (label * np.uint64(0x9E3779B97F4A7C15)), kind="stable")
 
 
 def plan_members(
