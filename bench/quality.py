@@ -237,7 +237,7 @@ def report(recs: list[dict], methods: list[str], args, info: dict, command: str,
              "preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target divided by "
              "the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over tables. "
              "FEAT tables wider than its pretrained 24 features get at least ceil(D/24) members, each on a feature "
-             f"subset; multiclass tables use `multiclass=\"{args.multiclass}\"` (docs/design.md, \"Classes\").", ""]
+             f"subset; multiclass tables use `multiclass=\"{args.multiclass}\"` (docs/decisions/0026-one-vs-rest-classes.md).", ""]
     summary = {}
     for task in ("classification", "regression"):
         rs = [r for r in recs if r["task"] == task]

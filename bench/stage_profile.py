@@ -1,6 +1,6 @@
 """Where the time of `fit` and `predict` goes: wall time and CPU time of each stage at the defaults.
 
-Each stage is a function of the estimators' layout (docs/design.md, "The layout") wrapped with a timer for the run;
+Each stage is a function of the estimators' layout (docs/architecture.md, "Fit, stage by stage") wrapped with a timer for the run;
 nothing else changes. Stages nest (the blend's choice reads the engine, the stacked model's fit holds its
 candidates' cross-fits), so a stage's time includes its children's. Engine runs on local parts run on worker
 threads: their wall time is summed over the threads, and "parts on all cores" is the wall time of the parallel
