@@ -1,6 +1,7 @@
 """The docs hold together and stay short (issue 68): every relative link in the markdown points at a file and
 heading that exist; every `docs/<file>.md` that the code's comments and strings, or the docs themselves, name
-exists, with the section they quote; and each file keeps to its length. No model, no network."""
+exists, with the section they quote; each file keeps to its length; and every section a bench/ script writes is
+one docs/benchmarks.md holds. No model, no network."""
 from __future__ import annotations
 
 import ast
@@ -108,7 +109,8 @@ def anchors(path: Path) -> set[str]:
 
 
 def markers(path: Path) -> set[str]:
-    return set(MARKER.findall(path.read_text()))
+    """The section markers of a markdown file (`<!-- name:start -->`), outside code."""
+    return {m for _, line in prose_lines(path.read_text()) for m in MARKER.findall(without_code_spans(line))}
 
 
 def _norm(s: str) -> str:
@@ -301,6 +303,57 @@ def test_each_doc_keeps_to_its_length():
         if f.is_file() and (n := len(f.read_text().splitlines())) > limit:
             long.append(f"{_rel(f)}: {n} lines, the limit is {limit}")
     assert not long, "too long:\n" + "\n".join(long)
+
+
+# -- (d) the sections the bench scripts write --------------------------------------------------------------------
+
+# sections a script in bench/ writes that docs/benchmarks.md does not hold (a run appends them), and why
+NOT_IN_BENCHMARKS = {"context-size-global": "context_size.py --local-context none: a line of context-size, by hand",
+                     "memory": "bench/memory.py has not written its section yet"}
+# sections of docs/benchmarks.md that no script writes: comparisons of runs, put together by hand
+BY_HAND = {"quality-local-auto", "issue-56-full-run", "imputation-support"}
+SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+
+
+def bench_sections() -> dict[str, str]:
+    """{section: script} for each section name a script in bench/ spells out: the `section` given to
+    `add_common_args`, the first argument of `finish` or `write_section`, a string assigned to `section` or
+    `args.section`, and the values of a `SECTIONS` dict."""
+    out = {}
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        names = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if func == "add_common_args":
+                    names += [k.value for k in node.keywords if k.arg == "section"] + node.args[1:2]
+                elif func in ("finish", "write_section"):
+                    names += node.args[:1]
+            elif isinstance(node, ast.Assign):
+                targets = [t.id if isinstance(t, ast.Name) else getattr(t, "attr", "") for t in node.targets]
+                if "section" in targets:
+                    names += [c for c in ast.walk(node.value) if isinstance(c, ast.Constant)]
+                elif "SECTIONS" in targets and isinstance(node.value, ast.Dict):
+                    names += node.value.values
+        out.update({c.value: _rel(path) for c in names if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                    and SECTION_NAME.match(c.value)})
+    return out
+
+
+def test_the_bench_scripts_write_the_sections_that_docs_benchmarks_holds():
+    """A script's run replaces its section of docs/benchmarks.md; a section name the file lacks would be appended at
+    its end instead, and a section no script writes, nor a person, is left over."""
+    written, held = bench_sections(), markers(ROOT / "docs" / "benchmarks.md")
+    assert {"quality", "quality-bar", "scaling-e2e", "relations-er"} <= set(written), "the scan found too little"
+    missing = [f"{script} writes the section {name!r}: no <!-- {name}:start --> in docs/benchmarks.md"
+               for name, script in sorted(written.items()) if name not in held and name not in NOT_IN_BENCHMARKS]
+    missing += [f"docs/benchmarks.md holds {name!r}, which no bench/ script writes (add it to BY_HAND if a person "
+                "does)" for name in sorted(held - set(written) - BY_HAND)]
+    missing += [f"NOT_IN_BENCHMARKS names {name!r}: " + ("docs/benchmarks.md holds it now" if name in held else
+                                                        "no script writes it") for name in NOT_IN_BENCHMARKS
+                if name in held or name not in written]
+    missing += [f"BY_HAND names {name!r}, which docs/benchmarks.md does not hold" for name in BY_HAND - held]
+    assert not missing, "\n".join(missing)
 
 
 # -- the checks themselves ----------------------------------------------------------------------------------------
