@@ -191,7 +191,7 @@ def _scored_parts(client, est: fe.FEATClassifier | fe.FEATRegressor, X_test: pd.
 
 
 # example rows the first answer reads (`first_answer`): one reading of a context this long comes in a second or two
-# on two cores, whatever the table's length (docs/design.md, "A first answer in seconds")
+# on two cores, whatever the table's length (docs/decisions/0039-app-first-answer.md)
 FIRST_ANSWER_ROWS = 1024
 
 

@@ -28,7 +28,7 @@ from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
 # peak RSS per table cell of a Predict run beside the engine, measured with one member and each further member
-# reading every row (docs/design.md, "CLI and file reading": 400 and 1,150 bytes at one and four members), x 1.3
+# reading every row (docs/decisions/0040-app-memory-check.md: 400 and 1,150 bytes at one and four members), x 1.3
 CELL_BYTES = 520
 MEMBER_CELL_BYTES = 325
 

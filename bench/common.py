@@ -32,17 +32,14 @@ RESULTS = ROOT / "bench" / "results"
 DATASETS = Path(os.environ.get("FEAT_DATASETS", ROOT.parent / "shared" / "datasets"))
 GiB = 1024 ** 3
 SEED = 0                       # the one seed behind every split and subsample
+WIDTH = 118                    # docs/benchmarks.md's prose wraps at this many columns
 
 DOC_HEADER = """# Benchmarks
 
-Measured numbers for FEAT next to the tools users would pick instead, each produced by one command
-in `bench/` (issue 6): `scaling.py` (speed and memory), `quality.py` (zero-shot quality; the issue-3
-bar is `quality.py --max-context 2048 --max-test 500`), `context_size.py` (quality against the
-number of context rows; `scan_horizon.py` says why), `imputation.py`, `relations.py` and `robustness.py`; each has a `--quick`
-mode. Every section records its command, date, machine, git commit and, where trained weights are
-used, the checkpoint. Seeds and splits are fixed and nothing is tuned on the test split. The
-development tables come from `../shared/datasets/` (see its README); the project is also judged on
-tables that are not among them. Where FEAT loses, the section says so.
+Today's figures for FEAT next to the tools users would pick instead, one section per benchmark with the command, date,
+machine and commit that made it (earlier runs are in git). A script in `bench/` rewrites each section between its
+`<!-- NAME:start -->` and `<!-- NAME:end -->` markers (`bench/README.md`). Seeds and splits are fixed; nothing is tuned
+on the test split. Where FEAT loses, the section says so.
 """
 
 
@@ -233,17 +230,24 @@ def command_line(script: str, argv: list[str] | None) -> str:
     return f"python bench/{script} " + " ".join(shlex.quote(a) for a in args)
 
 
-def provenance(command: str, started: str, info: dict, elapsed_s: float, extra: list[str] = ()) -> list[str]:
-    """The bullet list closing each section."""
+def provenance(command: str, started: str, info: dict, elapsed_s: float | None, extra: list[str] = ()) -> list[str]:
+    """The short provenance closing each section: one bullet with the command, date, time taken, commit and
+    machine (wrapped as docs/benchmarks.md is), then any `extra` bullets. The full machine record is in the
+    section's JSON results."""
     la = info["loadavg"]
-    return [
-        f"- Command: `{command.strip()}`",
-        f"- Date: {started}; took {elapsed_s / 60:.1f} min",
-        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']:.0f} GiB RAM; torch {info['torch']} "
-        f"({info['threads']} threads), Python {info['python']}; 1-min load average {la[0]:.1f} at the start",
-        f"- Git commit: {info['commit']}",
-        *extra,
-    ]
+    took = f"; took {elapsed_s / 60:.1f} min" if elapsed_s is not None else ""
+    text = (f"- Command: `{command.strip()}`; {started}{took}; commit {info['commit']}; {info['cpu']}, "
+            f"{info['cores']} cores, {info['ram_gib']:.0f} GiB RAM; torch {info['torch']} ({info['threads']} threads), "
+            f"Python {info['python']}; 1-min load average {la[0]:.1f} at the start.")
+    return [*wrap(text), *(line for e in extra for line in wrap(e))]
+
+
+def wrap(text: str, width: int = WIDTH) -> list[str]:
+    """A bullet (or a plain paragraph) wrapped at `width` columns, a bullet's further lines indented two spaces."""
+    import textwrap
+
+    indent = "  " if text.startswith("- ") else ""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 def markdown_table(header: list[str], rows: list[list], align: str | None = None) -> list[str]:
@@ -293,6 +297,12 @@ def plot_path(section: str, out: str | Path | None) -> tuple[Path, str]:
 
 def results_path(name: str, out: str | Path | None) -> Path:
     return Path(f"{out}.{name}.json") if out else RESULTS / f"{name}.json"
+
+
+def results_ref(name: str, out: str | Path | None) -> str:
+    """How a section names its JSON results, where the detail it leaves out is kept."""
+    p = results_path(name, out).resolve()
+    return f"`{p.relative_to(ROOT)}`" if ROOT in p.parents else "the run's JSON results"
 
 
 def save_results(name: str, out: str | Path | None, payload: dict) -> Path:

@@ -53,21 +53,22 @@ def run_table(name: str, contexts: list[int], args) -> dict:
 
 
 def report(recs: list[dict], args, info: dict, command: str, started: str, seconds: float, png: str | None):
+    """One row per table, its context sizes and scores joined by " / ", then the mean gain and the provenance."""
     rows, gains = [], {}
     for r in recs:
         _, lbl = metric(r["task"])
-        for p in r["points"]:
-            rows.append([r["table"], lbl, f"{p['n_context']:,}", C.fmt(p["feat"]), C.fmt(p["lightgbm"]),
-                         C.fmt(p["feat"] - p["lightgbm"]), f"{p['feat_time_s']:.1f}"])
-        first, last = r["points"][0], r["points"][-1]
+        pts = r["points"]
+        first, last = pts[0], pts[-1]
         gains[r["table"]] = {m: last[m] - first[m] for m in METHODS}
-    verdict = [f"- {r['table']}: from {r['points'][0]['n_context']:,} to {r['points'][-1]['n_context']:,} context "
-               f"rows FEAT {_signed(gains[r['table']]['feat'])}, LightGBM {_signed(gains[r['table']]['lightgbm'])}."
-               for r in recs]
+        rows.append([f"{r['table']} ({lbl})", " / ".join(f"{p['n_context']:,}" for p in pts),
+                     " / ".join(C.fmt(p["feat"]) for p in pts), " / ".join(C.fmt(p["lightgbm"]) for p in pts),
+                     " / ".join(f"{p['feat_time_s']:.1f}" for p in pts),
+                     f"{_signed(gains[r['table']]['feat'])} / {_signed(gains[r['table']]['lightgbm'])}"])
     mean = {m: float(np.mean([g[m] for g in gains.values()])) for m in METHODS}
-    verdict.append(f"- Mean over the {len(recs)} tables: FEAT {_signed(mean['feat'])}, LightGBM {_signed(mean['lightgbm'])}."
-                   + (" FEAT gains less than half of what LightGBM gains from the extra rows."
-                      if mean["feat"] < mean["lightgbm"] / 2 else " FEAT gains at least half of what LightGBM gains."))
+    verdict = (f"- Mean over the {len(recs)} tables: FEAT {_signed(mean['feat'])}, LightGBM {_signed(mean['lightgbm'])}."
+               + (" FEAT gains less than half of what LightGBM gains from the extra rows."
+                  if mean["feat"] < mean["lightgbm"] / 2 else " FEAT gains at least half of what LightGBM gains.")
+               + (f" ![FEAT and LightGBM quality against context rows]({png})" if png else ""))
     body = [
         "## Quality against context size",
         "",
@@ -78,14 +79,11 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         f"{'' if args.view == 'auto' else f', `view={args.view!r}`'}{'' if args.blend else ', `blend=False`'}, "
         f"checkpoint {C.checkpoint_line(args.checkpoint)}; LightGBM at its defaults.{_pretrained_rows(args.checkpoint)}"),
         "",
-        *C.markdown_table(["table", "metric", "context rows", "FEAT", "LightGBM", "FEAT − LightGBM",
-                           "FEAT time (s)"], rows),
+        *C.markdown_table(["table (score)", "context rows", "FEAT", "LightGBM", "FEAT s", "gain: FEAT / LightGBM"],
+                          rows, "l" * 6),
         "",
-        "Gain from the smallest to the largest context:",
+        *C.wrap(verdict),
         "",
-        *verdict,
-        "",
-        *([f"![FEAT and LightGBM quality against context rows]({png})", ""] if png else []),
         *C.provenance(command, started, info, seconds),
     ]
     return body, gains

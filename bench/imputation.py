@@ -200,31 +200,15 @@ def report(recs: list[dict], methods: list[str], args, info, command, started, e
         rows.append(["**mean**", f"{len(rs)} tables", *[C.fmt(means[m]) for m in methods]])
         rows.append(["**mean rank**", "", *[C.fmt(mranks[m], 2) for m in methods]])
         summary[key] = {"mean": means, "rank": mranks, "tables": [r["table"] for r in rs]}
-        lines += [f"**{title}**", "", *C.markdown_table(["table", "rows × cols", *map(_label, methods)], rows), ""]
+        lines += [*C.markdown_table([title, "rows × cols", *map(_label, methods)], rows), ""]
     times = {m: float(np.nansum([_v(r, m, "time_s") for r in recs])) for m in methods}
     summary["time_s"] = times
     lines += ["**Time** (s, all tables, wall clock): " + ", ".join(f"{_label(m)} {times[m]:.1f}" for m in methods), ""]
-    feat_ms = [m for m in methods if m.startswith("feat")]
-    plain = []
-    for key, what, higher in (("nrmse", "NRMSE", False), ("cat_acc", "categorical accuracy", True)):
-        if key not in summary:
-            continue
-        means = summary[key]["mean"]
-        for fm in feat_ms:
-            better = [m for m in methods if not m.startswith("feat") and
-                      (means[m] > means[fm] if higher else means[m] < means[fm])]
-            if better:
-                plain.append(f"- {what}: {_label(fm)} ({means[fm]:.3f}) loses to "
-                             + ", ".join(f"{_label(m)} ({means[m]:.3f})" for m in better) + " on the mean.")
-            else:
-                plain.append(f"- {what}: {_label(fm)} ({means[fm]:.3f}) is best on the mean.")
-    if plain:
-        lines += ["Where FEAT stands:", "", *plain, ""]
     failed = [f"{_label(m)} on {r['table']} ({r['methods'][m]['error'][:80]})" for r in recs for m in methods
               if "error" in r["methods"].get(m, {})]
     if failed:
         lines += ["Failed runs: " + "; ".join(failed) + ".", ""]
-    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+    lines += C.provenance(command, started, info, elapsed)
     return lines, summary
 
 

@@ -88,29 +88,33 @@ def run(name: str, X: pd.DataFrame, y: np.ndarray, task: str, args) -> dict:
     return rec
 
 
+LABEL = {"feat": "FEAT", "lightgbm": "LightGBM"}
+
+
 def report(recs: list[dict], args, info, command, started, elapsed) -> tuple[list[str], dict]:
-    rows, summary = [], {}
-    for task, key in (("classification", "roc_auc"), ("regression", "r2")):
+    """One row per table (its score, seconds and peak memory per method), the means by task in one line."""
+    rows, summary, means = [], {}, []
+    for task, key, score in (("classification", "auc", "ROC-AUC"), ("regression", "r2", "R²")):
         mine = [r for r in recs if r["task"] == task]
         for r in mine:
-            cells = [r["table"], f"{r['n_context']:,} × {r['features']}"]
+            cells = [score, r["table"], f"{r['n_context']:,} × {r['features']}"]
             for m in args.methods:
                 v = r["methods"][m]
                 cells += [C.fmt(v[key], 4), f"{v['time_s']:,.0f}", f"{v['peak_gib']:.1f}"]
-            rows.append([task, *cells])
+            rows.append(cells)
         if mine:
-            means = {m: float(np.mean([r["methods"][m][key] for r in mine])) for m in args.methods}
-            summary[key] = means
-            rows.append([task, f"**mean {key}**", f"{len(mine)} tables"]
-                        + [x for m in args.methods for x in (f"**{C.fmt(means[m], 4)}**", "", "")])
-    header = ["task", "table", "context rows × columns"] + [f"{m} {h}" for m in args.methods
-                                                          for h in ("score", "s", "peak GiB")]
-    body = [f"FEAT (its defaults: `read_budget` {args.budget_text}) against LightGBM (its defaults), both fitted on "
-            f"every labelled row of the 80% split, {args.max_test:,} held-out rows scored; score: ROC-AUC "
-            "(classification) or R² (regression); s: fit + predict; peak GiB: the process's resident memory while "
-            "the method ran.", "", *C.markdown_table(header, rows), "",
-            *C.provenance(command, started, info, elapsed)]
-    return body, summary
+            summary[key] = {m: float(np.mean([r["methods"][m][key] for r in mine])) for m in args.methods}
+            means.append(f"{task} ({len(mine)} tables) " + ", ".join(f"{LABEL.get(m, m)} {summary[key][m]:.4f}"
+                                                                  for m in args.methods))
+    header = ["score", "table", "context rows × columns"] + [f"{LABEL.get(m, m)}{h}" for m in args.methods
+                                                             for h in ("", " s", " GiB")]
+    body = [f"FEAT at its defaults (`read_budget` {args.budget_text}) against LightGBM at its defaults, both fitted on "
+            f"every labelled row of the 80% split (`bench/common.py`'s split), {args.max_test:,} held-out rows scored; "
+            "s: fit + predict; GiB: the process's peak resident memory while the method ran (the process holds the "
+            "earlier tables too).", "", *C.markdown_table(header, rows), ""]
+    if means:
+        body += [*C.wrap("Means: " + "; ".join(means) + "."), ""]
+    return body + C.provenance(command, started, info, elapsed), summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,8 +51,13 @@ def run_cell(d: int, n: int, args) -> dict:
 
 
 def report(recs: list[dict], args, info: dict, command: str, started: str, seconds: float):
-    rows = [[r["d"], f"{r['n']:,}", C.fmt(r["feat_r2"]), C.fmt(r["ridge_r2"]), C.fmt(r["feat_r2"] - r["ridge_r2"])]
-            for r in recs]
+    """One row per feature count, the context sizes joined by " / "."""
+    ns = sorted({r["n"] for r in recs})
+    by = {(r["d"], r["n"]): r for r in recs}
+    cell = lambda d, f: " / ".join(C.fmt(f(by[d, n])) if (d, n) in by else "—" for n in ns)  # noqa: E731
+    rows = [[d, cell(d, lambda r: r["feat_r2"]), cell(d, lambda r: r["ridge_r2"]),
+             cell(d, lambda r: r["feat_r2"] - r["ridge_r2"])] for d in sorted({r["d"] for r in recs})]
+    sizes = " / ".join(f"{n:,}" for n in ns)
     body = [
         "## In-context linear regression (diagnostic)",
         "",
@@ -60,7 +65,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         f"Test R² on {N_TEST} rows, mean over {args.seeds} tables per cell; FEAT zero-shot with {args.members} "
         f"member(s), checkpoint {C.checkpoint_line(args.checkpoint)}; ridge at sklearn defaults.",
         "",
-        *C.markdown_table(["features d", "context n", "FEAT R²", "ridge R²", "FEAT − ridge"], rows),
+        *C.markdown_table(["features d", f"FEAT R², {sizes} context rows", f"ridge R², {sizes}", "FEAT − ridge"], rows),
         "",
         *C.provenance(command, started, info, seconds),
     ]

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [[f"{r['rows']:,} × {r['cols']}", f"{r['cells']:,}", f"{r['extra'] / 2**30:.2f}",
              f"{(a + b * r['cells']) / 2**30:.2f}", f"{r['members']} × {r['rows_read']:,}", f"{r['seconds']:,.0f}"]
             for r in recs]
-    body = ["Peak resident memory of Predict's Evaluate run (first answer, fit, predict) above the loaded table, "
+    body = ["## The app's memory model", "",
+            "Peak resident memory of Predict's Evaluate run (first answer, fit, predict) above the loaded table, "
             "at the view's defaults; the line through them is the app's memory model.", "",
             *C.markdown_table(["table", "cells", "measured GiB", "line GiB", "FEAT read (members × rows)", "s"],
                               rows), "",

@@ -1,10 +1,14 @@
 """Write assets/model-card.md and assets/training-curve.png for a checkpoint and its run.
 
     python bench/model_card.py --checkpoint assets/feat-small.pt --log runs/pretrain-small/log.jsonl \
-        --bar docs/quality-bar.json --bar-command "python bench/quality.py ..."
+        --bar bench/results/quality-bar.json --bar-command "python bench/quality.py ..." \
+        --note 5331="stage 3 (configs/pretrain-small-stage3.yaml, --init-from stage 2)" --earlier-max-rows 512
 
 Every number in the card is read from the checkpoint's meta, the run's JSONL log or the
-bar evaluation's JSON; nothing is typed in by hand.
+bar evaluation's JSON; nothing is typed in by hand. The training history is a table with one
+row per run or resumed run of the log; what the log does not hold (a stage's config and flags,
+the steps before the log) comes from --note and --earlier-max-rows. --out writes the card
+elsewhere (and its curve beside it).
 """
 from __future__ import annotations
 
@@ -29,21 +33,63 @@ def read_log(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def stages(log: list[dict]) -> list[str]:
-    """One line per training stage, from the log's start events (and a line for the steps before it, if any)."""
-    starts = [r for r in log if r.get("event") == "start"]
-    lines = []
-    if starts and starts[0]["step"] > 0:
-        lines.append(f"steps 0-{starts[0]['step']:,}: an earlier run whose log is not part of this one "
-                     "(its card and curve are in the git history of assets/)")
-    for i, r in enumerate(starts):
-        end = starts[i + 1]["step"] if i + 1 < len(starts) else max(x.get("step", 0) for x in log)
+EARLIER = ("an earlier run whose log is not part of this one (its card and curve are in the git history of "
+           "assets/)")
+
+
+def history(log: list[dict], notes: dict[int, str] | None = None, earlier_max_rows: int | None = None,
+            log_name: str = "the log") -> list[str]:
+    """The training history: one table row per run or resumed run (the log's start events), and a row for the
+    steps before the log, if any; the bullet above the table says how its totals are read.
+
+    A row's tables seen are the log's running total at the next run's start (at the log's last record for the
+    last row); its hours are the last logged step's. "What changed" says "resumed" when the prior is the previous
+    row's, else names the prior settings that changed; `notes` (start step -> text) replace it, as the stages'
+    configs and flags are not in the log."""
+    notes = notes or {}
+    starts = [i for i, r in enumerate(log) if r.get("event") == "start"]
+    if not starts:
+        return []
+    rows, late = [], []
+    threads = {(log[i]["threads"], log[i]["world"]) for i in starts}
+    first = log[starts[0]]
+    if first["step"] > 0:
+        rows.append([f"0-{first['step']:,}", f"{first['tables_seen']:,}", "", "",
+                     "" if earlier_max_rows is None else str(earlier_max_rows), "", "", notes.get(0, EARLIER)])
+    last_prior = None
+    for k, i in enumerate(starts):
+        r, nxt = log[i], starts[k + 1] if k + 1 < len(starts) else len(log)
+        logged = [x for x in log[i:nxt] if x.get("event") in ("train", "eval") and "train_hours" in x]
+        end = log[nxt]["step"] if nxt < len(log) else max(x.get("step", 0) for x in log)
+        tables = log[nxt]["tables_seen"] if nxt < len(log) else max(x.get("tables_seen", 0) for x in log)
+        if logged and logged[-1]["step"] < end:
+            late.append(logged[-1]["step"])
         prior = r.get("prior", {})
         where = r["device"].removeprefix("cpu: ") if "device" in r else r["cpu"]   # runs before devices were logged
-        lines.append(f"steps {r['step']:,}-{end:,}: {where}, {r['threads']} threads x {r['world']} process(es), "
-                     f"{r['precision']}; tables up to {prior.get('max_rows')} rows, real-table share "
-                     f"{prior.get('p_real')}, additive-teacher share {prior.get('p_additive', 0.0)}")
-    return lines
+        if last_prior is None:
+            changed = "the log's first run"
+        elif prior == last_prior:
+            changed = "resumed"
+        else:
+            changed = "new prior settings " + ", ".join(f"`{key}` {v}" for key, v in prior.items()
+                                                       if last_prior.get(key) != v)
+        last_prior = prior
+        rows.append([f"{r['step']:,}-{end:,}", f"{tables:,}", f"{logged[-1]['train_hours']:.2f}" if logged else "",
+                     f"{where}, {r['precision']}" + (f", {r['threads']} threads x {r['world']}" if len(threads) > 1 else ""),
+                     str(prior.get("max_rows", "")), str(prior.get("p_real", "")), str(prior.get("p_additive", 0.0)),
+                     notes.get(r["step"], changed)])
+    steps = [f"{n:,}" for n in late]
+    late_text = (f" ({', '.join(steps[:-1]) + ' and ' if len(steps) > 1 else ''}{steps[-1]} where the step that ended "
+                 "the run was not logged)") if steps else ""
+    (t, w), = threads if len(threads) == 1 else ((None, None),)   # else the machine column says it per row
+    intro = (f"- One row per run or resumed run, from the log ({log_name}). Tables and hours are the log's running "
+             "totals at the end of each row: tables at the next run's start, hours at the last logged step"
+             f"{late_text}." + (f" Every logged run used {t} threads x {w} process{'es' if w != 1 else ''}."
+                                if t is not None else ""))
+    head = ["steps", "tables seen", "hours", "machine, precision", "tables up to (rows)", "real-table share",
+            "additive-teacher share", "what changed"]
+    line = lambda cells: "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"  # noqa: E731
+    return [intro, "", line(head), "|---|---:|---:|---|---:|---:|---:|---|", *map(line, rows), ""]
 
 
 def plot_curve(log: list[dict], out: Path) -> None:
@@ -82,6 +128,12 @@ def by_device(hours_on: dict[str, float]) -> dict[str, float]:
     return ({CPUS: cpu} if cpu else {}) | gpus
 
 
+def _shown(path: str) -> str:
+    """A path as the card names it: relative to the repository when inside it."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if ROOT in p.parents else path
+
+
 def _table(rows: list[list[str]]) -> str:
     head, *body = rows
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -95,8 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bar", help="JSON summary written by bench/quality.py (its --out file's .json)")
     p.add_argument("--bar-command", default="")
     p.add_argument("--train-command", default="feat-pretrain --config configs/pretrain-small.yaml --hours H")
+    p.add_argument("--note", action="append", default=[], metavar="STEP=TEXT",
+                   help="the 'what changed' cell of the history row that starts at STEP (0: the steps before the "
+                        "log), e.g. the stage's config and flags, which the log does not hold; repeat per row")
+    p.add_argument("--earlier-max-rows", type=int, default=None,
+                   help="the largest table of the steps before the log (its prior is not in the log)")
     p.add_argument("--out", default=str(ROOT / "assets" / "model-card.md"))
     a = p.parse_args(argv)
+    notes = {int(k.replace(",", "")): v for k, _, v in (n.partition("=") for n in a.note)}
 
     blob = read_checkpoint(a.checkpoint)
     meta, cfg = blob["meta"], ModelConfig.from_dict(blob["config"])
@@ -128,8 +186,8 @@ def main(argv: list[str] | None = None) -> None:
         "## Training",
         f"- Step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables seen, "
         f"{meta.get('train_hours', 0):.2f} h of training ({meta.get('cpu_hours', 0):.2f} CPU-core-hours), "
-        + ", ".join(f"{h:.2f} h on {k}" for k, h in hours.items()) + ":",
-        *[f"  - {line}" for line in stages(log)],
+        + ", ".join(f"{h:.2f} h on {k}" for k, h in hours.items()) + ".",
+        *history(log, notes, a.earlier_max_rows, " and ".join(f"`{_shown(path)}`" for path in a.log)),
         f"- Command: `{a.train_command}` (a later session continues with `--init-from assets/feat-small.pt`, or `--resume runs/pretrain-small/last.pt` on the machine that ran it).",
         "- Optimiser: schedule-free AdamW, lr 1.5e-3 (stages 1-2) and 1e-3 (stages 3-4), warmup 200 steps, clip 1.0; the shipped weights are "
         "the optimiser's averaged (eval) weights at the best evaluation.",

@@ -184,33 +184,9 @@ def _summary(recs: list[dict], methods: list[str], task: str) -> dict:
     return out
 
 
-def _where_feat_stands(sentences: list[str], metric: str) -> list[str]:
-    """The 'Where FEAT stands' block, or nothing when no baseline ran."""
-    return [f"Where FEAT stands ({metric}):", "", *sentences, ""] if sentences else []
-
-
-def _losses(recs: list[dict], methods: list[str], key: str, higher: bool) -> list[str]:
-    """Plain sentences: on how many tables each baseline beats FEAT, and the means."""
-    lines = []
-    for m in methods:
-        if m == "feat":
-            continue
-        pairs = [(r["table"], _val(r, "feat", key), _val(r, m, key)) for r in recs]
-        pairs = [p for p in pairs if not (np.isnan(p[1]) or np.isnan(p[2]))]
-        if not pairs:
-            continue
-        lost = [t for t, f, b in pairs if (b > f if higher else b < f)]
-        mf, mb = np.mean([p[1] for p in pairs]), np.mean([p[2] for p in pairs])
-        lab = LABEL[m] if m != "linear" else linear_label(recs[0]["task"])
-        verdict = "FEAT loses" if (mb > mf if higher else mb < mf) else "FEAT wins"
-        lines.append(f"- vs {lab}: {verdict} on the mean ({key.upper()} {mf:.3f} vs {mb:.3f}); "
-                     f"{lab} is better on {len(lost)}/{len(pairs)} tables"
-                     + (f" ({', '.join(lost)})" if lost else "") + ".")
-    return lines
-
-
 def _table_block(recs: list[dict], methods: list[str], key: str, title: str, digits: int = 3) -> list[str]:
-    head = ["table", "context", "test"] + [LABEL[m] if m != "linear" else linear_label(recs[0]["task"]) for m in methods]
+    """One metric per table and method, the best in bold; `title` heads the first column."""
+    head = [title, "context", "test"] + [LABEL[m] if m != "linear" else linear_label(recs[0]["task"]) for m in methods]
     higher = key not in ("rmse", "time_s")
     rows = []
     for r in recs:
@@ -222,97 +198,101 @@ def _table_block(recs: list[dict], methods: list[str], key: str, title: str, dig
             s = C.fmt(vals[m], digits) if "error" not in r["methods"].get(m, {}) else "failed"
             cells.append(f"**{s}**" if best is not None and vals[m] == best else s)
         rows.append([r["table"], f"{r['n_context']:,}", f"{r['n_test']:,}", *cells])
-    return [f"**{title}**", "", *C.markdown_table(head, rows, "lrr" + "r" * len(methods)), ""]
+    return [*C.markdown_table(head, rows, "lrr" + "r" * len(methods)), ""]
+
+
+def _settings(args) -> str:
+    """FEAT's settings and checkpoint, as the section's first paragraph names them."""
+    return (f"FEAT: zero-shot, `n_estimators={args.n_estimators}`, `local_context={args.local_context}`, "
+            f"{C.precision_text(args.precision, args.device)}, `view={args.view!r}`"
+            f"{'' if args.blend else ', `blend=False`'}, checkpoint {C.checkpoint_line(args.checkpoint)}.")
 
 
 def report(recs: list[dict], methods: list[str], args, info: dict, command: str, started: str, elapsed: float,
            png_ref: str | None) -> tuple[list[str], dict]:
+    """The section: at the issue-3 bar's caps, the bar's verdict and one row of means per method; otherwise a
+    table of means and ranks per task and the main metric (ROC-AUC, R²) per table. Accuracy, F1, RMSE and the
+    times per table stay in the run's JSON results."""
     bar = (args.max_context, args.max_test) == BAR
-    lines = [f"## Zero-shot quality{' (issue-3 bar settings)' if bar else ''}", "",
-             f"Development tables, fixed 80/20 split (stratified, seed {C.SEED}); context capped at "
-             f"{args.max_context:,} rows and test at {args.max_test:,} rows (stratified subsamples, same seed); every "
-             f"method sees the same rows. FEAT: zero-shot, `n_estimators={args.n_estimators}`, "
-             f"`local_context={args.local_context}`, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`{'' if args.blend else ', `blend=False`'}, checkpoint "
-             f"{C.checkpoint_line(args.checkpoint)}. Baselines at library defaults (see `bench/quality.py` for the "
-             "preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target divided by "
-             "the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over tables. "
-             "FEAT tables wider than its pretrained 24 features get at least ceil(D/24) members, each on a feature "
-             f"subset; multiclass tables use `multiclass=\"{args.multiclass}\"` (docs/design.md, \"Classes\").", ""]
     summary = {}
     for task in ("classification", "regression"):
         rs = [r for r in recs if r["task"] == task]
-        if not rs:
-            continue
-        s = _summary(rs, methods, task)
-        summary[task] = s
-        lab = lambda m: LABEL[m] if m != "linear" else linear_label(task)  # noqa: E731
-        if task == "classification":
-            lines += [f"### Classification ({len(rs)} tables)", ""]
-            head = ["method", "mean AUC", "mean ACC", "mean F1", "rank AUC", "rank ACC", "rank F1", "time (s, all tables)"]
-            rows = [[lab(m), C.fmt(s[m]["auc"]), C.fmt(s[m]["acc"]), C.fmt(s[m]["f1"]), C.fmt(s[m]["rank_auc"], 2),
-                     C.fmt(s[m]["rank_acc"], 2), C.fmt(s[m]["rank_f1"], 2), C.fmt(s[m]["time_s"], 1)] for m in methods]
-            lines += C.markdown_table(head, rows) + [""]
-            lines += _table_block(rs, methods, "auc", "ROC-AUC per table")
-            lines += ["<details><summary>Accuracy and macro F1 per table</summary>", ""]
-            lines += _table_block(rs, methods, "acc", "Accuracy per table")
-            lines += _table_block(rs, methods, "f1", "Macro F1 per table")
-            lines += ["</details>", ""]
-            lines += _where_feat_stands(_losses(rs, methods, "auc", True), "AUC")
-        else:
-            lines += [f"### Regression ({len(rs)} tables)", ""]
-            head = ["method", "mean RMSE (std. target)", "mean R²", "rank RMSE", "rank R²", "time (s, all tables)"]
-            rows = [[lab(m), C.fmt(s[m]["rmse"]), C.fmt(s[m]["r2"]), C.fmt(s[m]["rank_rmse"], 2),
-                     C.fmt(s[m]["rank_r2"], 2), C.fmt(s[m]["time_s"], 1)] for m in methods]
-            lines += C.markdown_table(head, rows) + [""]
-            lines += _table_block(rs, methods, "rmse", "RMSE (standardised target) per table")
-            lines += _table_block(rs, methods, "r2", "R² per table")
-            lines += _where_feat_stands(_losses(rs, methods, "rmse", False), "RMSE")
-    lines += ["<details><summary>Time per table (s, fit + predict, wall clock)</summary>", ""]
-    lines += _table_block(recs, methods, "time_s", "Time per table", 2)
-    lines += ["</details>", ""]
+        if rs:
+            summary[task] = _summary(rs, methods, task)
+    results = C.results_ref(args.section, args.out)
+    if bar:
+        lines = ["## Zero-shot quality (issue-3 bar settings)", "",
+                 f"The quality benchmark at the issue-3 bar's caps (context at most {args.max_context:,} rows, test at "
+                 f"most {args.max_test:,}), the split and metrics of \"Zero-shot quality\". {_settings(args)} "
+                 f"Baselines at library defaults. Per table: {results}.", "",
+                 *_bar_lines(summary, methods, recs)]
+        cl, rg = summary.get("classification"), summary.get("regression")
+        head = ["method"] + ([f"mean ROC-AUC ({len([r for r in recs if r['task'] == 'classification'])} tables)"]
+                             if cl else []) \
+            + ([f"mean R² ({len([r for r in recs if r['task'] == 'regression'])} tables)"] if rg else []) \
+            + ["time (s, all tables)"]
+        rows = []
+        for m in methods:
+            lab = LABEL[m] if m != "linear" else "logistic / ridge"
+            cells = ([C.fmt(cl[m]["auc"], 4)] if cl else []) + ([C.fmt(rg[m]["r2"], 4)] if rg else [])
+            t = sum(s[m]["time_s"] for s in summary.values())
+            rows.append([lab, *cells, C.fmt(t, 1)])
+        lines += [*C.markdown_table(head, rows), ""]
+    else:
+        lines = ["## Zero-shot quality", "",
+                 f"Development tables, fixed 80/20 split (stratified, seed {C.SEED}); context capped at "
+                 f"{args.max_context:,} rows and test at {args.max_test:,} rows (stratified subsamples, same seed); every "
+                 f"method sees the same rows. {_settings(args)} Baselines at library defaults (see `bench/quality.py` "
+                 "for the preprocessing). AUC is macro one-vs-rest for multiclass, F1 is macro; RMSE is on the target "
+                 "divided by the context's standard deviation. Best per table in bold; ranks are 1 = best, averaged over "
+                 "tables. FEAT tables wider than its pretrained 24 features get at least ceil(D/24) members, each on a "
+                 f"feature subset; multiclass tables use `multiclass=\"{args.multiclass}\"` "
+                 f"(docs/decisions/0026-one-vs-rest-classes.md). Accuracy, F1, RMSE and times per table: {results}.", ""]
+        for task, s in summary.items():
+            rs = [r for r in recs if r["task"] == task]
+            lab = lambda m: LABEL[m] if m != "linear" else linear_label(task)  # noqa: E731
+            if task == "classification":
+                head = [f"classification ({len(rs)} tables)", "mean AUC", "mean ACC", "mean F1", "rank AUC", "rank ACC",
+                        "rank F1", "time (s, all tables)"]
+                rows = [[lab(m), C.fmt(s[m]["auc"]), C.fmt(s[m]["acc"]), C.fmt(s[m]["f1"]), C.fmt(s[m]["rank_auc"], 2),
+                         C.fmt(s[m]["rank_acc"], 2), C.fmt(s[m]["rank_f1"], 2), C.fmt(s[m]["time_s"], 1)]
+                        for m in methods]
+                lines += C.markdown_table(head, rows) + [""] + _table_block(rs, methods, "auc", "ROC-AUC per table")
+            else:
+                head = [f"regression ({len(rs)} tables)", "mean RMSE (std. target)", "mean R²", "rank RMSE", "rank R²",
+                        "time (s, all tables)"]
+                rows = [[lab(m), C.fmt(s[m]["rmse"]), C.fmt(s[m]["r2"]), C.fmt(s[m]["rank_rmse"], 2),
+                         C.fmt(s[m]["rank_r2"], 2), C.fmt(s[m]["time_s"], 1)] for m in methods]
+                lines += C.markdown_table(head, rows) + [""] + _table_block(rs, methods, "r2", "R² per table")
     failed = [f"{LABEL[m]} on {', '.join(v['failed'])}" for s in summary.values() for m, v in s.items() if v["failed"]]
     if failed:
         lines += ["Failed runs (scored as missing, ranked last): " + "; ".join(failed) + ".", ""]
-    lines += _bar_lines(summary, methods, recs, bar)
     if png_ref:
         lines += [f"![per-table ROC-AUC and R² of every method]({png_ref})", ""]
-    lines += C.provenance(command, started, info, elapsed, [
-        f"- Threads: {args.threads} for torch, BLAS and every baseline; times are wall clock for fit + predict "
-        "(FEAT's includes loading the checkpoint on the first table)."])
+    lines += C.provenance(command, started, info, elapsed)
     return lines, summary
 
 
-def _bar_lines(summary: dict, methods: list[str], recs: list[dict], bar: bool) -> list[str]:
-    """Issue 3's bar: FEAT beats logistic regression and kNN-15 on mean AUC, ridge on mean R^2."""
+def _bar_lines(summary: dict, methods: list[str], recs: list[dict]) -> list[str]:
+    """Issue 3's bar, in one line: FEAT beats logistic regression and kNN-15 on mean AUC, ridge on mean R^2."""
     if "feat" not in methods:
         return []
     cl, rg = summary.get("classification"), summary.get("regression")
     checks = []
     if cl:
-        for m in ("linear", "knn"):
-            if m in methods:
-                name = "logistic regression" if m == "linear" else "kNN-15"
-                checks.append((f"mean AUC {cl['feat']['auc']:.3f} vs {name} {cl[m]['auc']:.3f}", cl["feat"]["auc"] > cl[m]["auc"]))
+        against = [f"{'logistic regression' if m == 'linear' else 'kNN-15'} {cl[m]['auc']:.3f}" for m in ("linear", "knn")
+                   if m in methods]
+        if against:
+            checks.append((f"mean AUC {cl['feat']['auc']:.3f} against {' and '.join(against)}",
+                           all(cl["feat"]["auc"] > cl[m]["auc"] for m in ("linear", "knn") if m in methods)))
     if rg and "linear" in methods:
-        checks.append((f"mean R² {rg['feat']['r2']:.3f} vs ridge {rg['linear']['r2']:.3f}", rg["feat"]["r2"] > rg["linear"]["r2"]))
+        checks.append((f"mean R² {rg['feat']['r2']:.3f} against ridge {rg['linear']['r2']:.3f}",
+                       rg["feat"]["r2"] > rg["linear"]["r2"]))
     if not checks:
         return []
-    n_tables = len(recs)
-    ok = all(c[1] for c in checks)
-    title = "Issue-3 bar" if bar and n_tables == 13 else "Issue-3 bar comparison (NOT the bar's settings or tables)"
-    out = [f"**{title}: {'met' if ok else 'not met'}.** " + "; ".join(f"{t} ({'beats' if b else 'does not beat'})" for t, b in checks) + "."]
-    far = []
-    for m in ("xgboost", "lightgbm"):
-        if m in methods:
-            bits = []
-            if cl:
-                bits.append(f"mean AUC {cl[m]['auc']:.3f} (FEAT {cl['feat']['auc'] - cl[m]['auc']:+.3f})")
-            if rg:
-                bits.append(f"mean R² {rg[m]['r2']:.3f} (FEAT {rg['feat']['r2'] - rg[m]['r2']:+.3f})")
-            far.append(f"{LABEL[m]} {', '.join(bits)}")
-    if far:
-        out[0] += " Default gradient boosting for reference: " + "; ".join(far) + "."
-    return out + [""]
+    title = "Issue-3 bar" if len(recs) == 13 else "Issue-3 bar comparison (not all 13 tables)"
+    return [f"**{title}: {'met' if all(ok for _, ok in checks) else 'not met'}** (FEAT's "
+            + "; ".join(t for t, _ in checks) + ").", ""]
 
 
 def plot(recs: list[dict], methods: list[str], path) -> None:
@@ -362,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
         raise SystemExit(f"unknown method(s) {bad}; choose from {ALL_METHODS}")
-    section = args.section or ("quality-bar" if (args.max_context, args.max_test) == BAR else "quality")
+    section = args.section = args.section or ("quality-bar" if (args.max_context, args.max_test) == BAR else "quality")
 
     C.quiet_warnings()
     args.threads = C.set_threads(args.threads)
@@ -370,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     info = C.machine()
     recs = [run_table(name, methods, args) for name, _ in C.pick_tables(args.tables)]
     link = None
-    if not args.no_write:
+    if not args.no_write and (args.max_context, args.max_test) != BAR:   # the bar's section has no plot
         png, link = C.plot_path(section, args.out)
         plot(recs, methods, png)
     body, summary = report(recs, methods, args, info, command, started, time.perf_counter() - t0, link)

@@ -170,28 +170,26 @@ def report(recs, methods, args, info, command, started, elapsed) -> tuple[list[s
              f"standard error over tables{f'; {skipped} tables with no edge (or only edges) skipped' if skipped else ''}. "
              f"FEAT: `relation_matrix(n_estimators={args.n_estimators}, max_rows={args.max_rows_feat})`, the other FEAT "
              f"matrices at their defaults, {C.precision_text(args.precision, args.device)}, checkpoint "
-             f"{C.checkpoint_line(args.checkpoint)}.", ""]
-    lines += ["**By graph size**", "", *C.markdown_table(["D", *head[1:]], _group_rows(recs, methods, lambda r: r["d"])), ""]
-    lines += ["**By mechanism family**", "",
-              *C.markdown_table(["mechanism", *head[1:]], _group_rows(recs, methods, lambda r: r["mechanism"])), ""]
-    lines += ["**All tables**", "", *C.markdown_table(["", *head[1:]], _group_rows(recs, methods, lambda r: "all")), ""]
+             f"{C.checkpoint_line(args.checkpoint)}. By mechanism family and per table: "
+             f"{C.results_ref(args.section, args.out)}.", ""]
+    by_size = _group_rows(recs, methods, lambda r: r["d"])
+    total = _group_rows(recs, methods, lambda r: "all")
+    total = [[f"**{row[0]}**", *row[1:]] for row in total]
+    lines += [*C.markdown_table(["D (columns)", *head[1:]], by_size + total), ""]
     summary = {m: float(np.nanmean([r["auc"][m] for r in recs])) for m in methods}
-    ours = [m for m in methods if m.startswith("feat")]
-    if ours and len(ours) < len(methods):
-        best = max(ours, key=lambda m: summary[m])
-        valid = [r for r in recs if not np.isnan(r["auc"][best])]
-        plain = []
-        for m in methods:
-            if m in ours:
-                continue
-            wins = sum(r["auc"][best] > r["auc"][m] for r in valid if not np.isnan(r["auc"][m]))
-            verdict = "loses to" if summary[m] > summary[best] else "beats"
-            plain.append(f"- {LABEL[best]} {verdict} {LABEL[m]} on the mean ({summary[best]:.3f} vs {summary[m]:.3f}); "
-                         f"it is higher on {wins}/{len(valid)} tables.")
-        lines += [f"Where FEAT's best matrix ({LABEL[best]}) stands:", "", *plain, ""]
     times = {m: float(np.sum([r["time_s"].get(m, 0.0) for r in recs])) for m in methods}
-    lines += ["**Time** (s, all tables): " + ", ".join(f"{LABEL[m]} {times[m]:.1f}" for m in methods), ""]
-    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+    ours = [m for m in methods if m.startswith("feat")]
+    plain = ""
+    if ours and len(ours) < len(methods):        # FEAT's best matrix against the strongest other one
+        best = max(ours, key=lambda m: summary[m])
+        other = max((m for m in methods if m not in ours), key=lambda m: summary[m])
+        both = [r for r in recs if not (np.isnan(r["auc"][best]) or np.isnan(r["auc"][other]))]
+        wins = sum(r["auc"][best] > r["auc"][other] for r in both)
+        plain = (f"{LABEL[best]} is {'above' if summary[best] > summary[other] else 'below'} {LABEL[other]} on the mean "
+                 f"({summary[best]:.3f} against {summary[other]:.3f}) and higher on {wins} of the {len(both)} tables. ")
+    lines += [*C.wrap(plain + f"Time (s, all tables, {args.threads} thread{'s' if args.threads != 1 else ''}): "
+                      + ", ".join(f"{LABEL[m]} {times[m]:.1f}" for m in methods) + "."), ""]
+    lines += C.provenance(command, started, info, elapsed)
     return lines, {"mean_auc": summary, "time_s": times}
 
 

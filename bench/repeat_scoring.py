@@ -74,7 +74,7 @@ def report(recs, args, info, command, started, elapsed) -> tuple[list[str], dict
              "copy of the fitted estimator, as a Dask worker scores its partitions. \"Same numbers\": equal, bit for "
              "bit, to the first one-call prediction.", "",
              *C.markdown_table(["case", "seconds", "same numbers", "per partition (s)"], rows), ""]
-    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+    lines += C.provenance(command, started, info, elapsed)
     return lines, {r["case"]: r["time_s"] for r in recs}
 
 

@@ -79,45 +79,38 @@ def run_table(name: str, members: list[int], args) -> dict:
 
 
 def report(recs, members, args, info, command, started, elapsed) -> tuple[list[str], dict]:
+    """Means over the binary tables, the multiclass ones and all of them, per member count; per table (and the
+    max |dp|, max |dAUC| and AUC sd) in the JSON results."""
     lines = ["## Row-order robustness", "",
-             f"Classification development tables, the quality benchmark's fixed split with the context capped at "
-             f"{args.max_context:,} rows and the test at {args.max_test:,} rows. FEAT predicts the test rows from the "
-             f"context in its given order and from {args.shuffles} random permutations of it (seeds 1..{args.shuffles}), "
-             "with the same `random_state=0` so only the row order changes. |Δp|: mean absolute change in predicted "
-             "probability over test rows and classes (for two classes, of p(class 1)), averaged over the "
-             "permutations; max |Δp| is the largest single change; |ΔAUC| is the mean absolute change of ROC-AUC "
-             "against the given order, AUC sd its standard deviation over all orders; flips: share of test rows "
-             "whose predicted class changes. 'members' is `n_estimators`; a table wider than the pretrained 24 "
-             "features always gets at least ceil(D/24) members (each on a feature subset), so there 1 means that many. "
-             f"Checkpoint {C.checkpoint_line(args.checkpoint)}.", ""]
-    head = ["table", "members", "AUC (given order)", "mean |Δp|", "max |Δp|", "mean |ΔAUC|", "max |ΔAUC|", "AUC sd",
-            "flips"]
+             f"The quality benchmark's split of the {len(recs)} classification table(s) (context at most "
+             f"{args.max_context:,} rows, test {args.max_test:,}). FEAT (checkpoint {C.checkpoint_line(args.checkpoint)}) "
+             f"predicts the test rows from the context in its given order and from {args.shuffles} random permutations "
+             "of it, with the same `random_state`. Flips: test rows whose predicted class changes; |Δp| and |ΔAUC|: mean "
+             "absolute changes against the given order. 'members' is `n_estimators` (a table wider than 24 features "
+             f"gets at least ceil(D/24)). Per table: {C.results_ref(args.section, args.out)}.", ""]
+    groups = [("binary", lambda r: r["classes"] == 2), ("multiclass", lambda r: r["classes"] > 2)]
+    groups = [(f"the {sum(map(keep, recs))} {lab} ones", keep) for lab, keep in groups
+              if 0 < sum(map(keep, recs)) < len(recs)]
+    groups.append((f"**all {len(recs)}**", lambda r: True))
+    keys = ("auc", "mean_abs_dp", "max_abs_dp", "mean_abs_dauc", "max_abs_dauc", "auc_sd", "flip_rate", "time_s")
     rows, summary = [], {}
-    for n in members:
-        for r in recs:
-            v = r["by_members"].get(n, {})
-            if "error" in v:
-                rows.append([r["table"], n, "failed", "", "", "", "", "", ""])
+    for label, keep in groups:
+        for n in members:
+            ok = [r["by_members"][n] for r in recs if keep(r) and "error" not in r["by_members"].get(n, {"error": 1})]
+            if not ok:
+                rows.append([label, n, "failed", "", ""])
                 continue
-            rows.append([r["table"], n, C.fmt(v["auc"]), C.fmt(v["mean_abs_dp"], 4), C.fmt(v["max_abs_dp"], 3),
-                         C.fmt(v["mean_abs_dauc"], 4), C.fmt(v["max_abs_dauc"], 4), C.fmt(v["auc_sd"], 4),
-                         f"{v['flip_rate']:.1%}"])
-        ok = [r["by_members"][n] for r in recs if "error" not in r["by_members"].get(n, {"error": 1})]
-        if ok:
-            summary[n] = {k: float(np.mean([v[k] for v in ok])) for k in
-                          ("auc", "mean_abs_dp", "max_abs_dp", "mean_abs_dauc", "max_abs_dauc", "auc_sd", "flip_rate", "time_s")}
-            s = summary[n]
-            rows.append([f"**mean ({len(ok)} tables)**", n, C.fmt(s["auc"]), f"**{s['mean_abs_dp']:.4f}**",
-                         C.fmt(s["max_abs_dp"], 3), f"**{s['mean_abs_dauc']:.4f}**", C.fmt(s["max_abs_dauc"], 4),
-                         C.fmt(s["auc_sd"], 4), f"{s['flip_rate']:.1%}"])
-    lines += C.markdown_table(head, rows, "lr" + "r" * 7) + [""]
-    if len(summary) >= 2:
-        a, b = sorted(summary)[:2]
-        ratio = summary[b]["mean_abs_dp"] / summary[a]["mean_abs_dp"] if summary[a]["mean_abs_dp"] > 0 else float("nan")
-        lines += [f"Averaging {b} members changes the mean |Δp| from {summary[a]['mean_abs_dp']:.4f} to "
-                  f"{summary[b]['mean_abs_dp']:.4f} ({ratio:.2f}×) and the mean |ΔAUC| from "
-                  f"{summary[a]['mean_abs_dauc']:.4f} to {summary[b]['mean_abs_dauc']:.4f}.", ""]
-    lines += C.provenance(command, started, info, elapsed, [f"- Threads: {args.threads}"])
+            s = {k: float(np.mean([v[k] for v in ok])) for k in keys}
+            if label.startswith("**all"):
+                summary[n] = s
+            flips = f"{s['flip_rate']:.1%}"
+            rows.append([label, n, f"**{flips}**" if label.startswith("**all") else flips, C.fmt(s["mean_abs_dp"], 4),
+                         C.fmt(s["mean_abs_dauc"], 4)])
+    lines += C.markdown_table(["tables", "members", "flips", "mean |Δp|", "mean |ΔAUC|"], rows) + [""]
+    failed = [f"{r['table']} ({n} members)" for r in recs for n in members if "error" in r["by_members"].get(n, {})]
+    if failed:
+        lines += ["Failed: " + ", ".join(failed) + ".", ""]
+    lines += C.provenance(command, started, info, elapsed)
     return lines, summary
 
 

@@ -22,7 +22,9 @@ method are then skipped.
 
 Each table is its own section of docs/benchmarks.md (between <!-- scaling:start --> and
 <!-- scaling:end -->, and <!-- scaling-e2e:start --> and <!-- scaling-e2e:end -->; the rest of the
-file is kept), with a log-log plot at docs/scaling.png and docs/scaling-e2e.png.
+file is kept), with a log-log plot at docs/scaling.png and docs/scaling-e2e.png; on a GPU
+(--device cuda) both go into one table, the section "scaling-cuda", without a plot. The raw
+results go to bench/results/<section>.json.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PNG = ROOT / "docs" / "scaling.png"
 PNG_E2E = ROOT / "docs" / "scaling-e2e.png"
-SECTIONS = {"forward": "scaling", "e2e": "scaling-e2e"}   # docs/benchmarks.md section of each table
+SECTIONS = {"forward": "scaling", "e2e": "scaling-e2e", "cuda": "scaling-cuda"}   # docs/benchmarks.md sections
 D = 10
 GiB = 1024 ** 3
 
@@ -210,20 +212,26 @@ def _fmt_n(n: int) -> str:
 
 
 def _cell_time(r):
-    return f"{r['time_s']:.2f}" if r.get("status") == "ok" else "—"
-
-
-def _cell_mem(r):
-    if r.get("status") != "ok":
+    """A finished run's seconds, or why there are none ("stopped at the 600 s limit", "not run")."""
+    status = r.get("status")
+    if status == "ok":
+        return f"{r['time_s']:.2f}"
+    if not status:
         return "—"
-    gpu = r.get("gpu_peak_bytes")
-    return f"{r['peak_rss_bytes'] / GiB:.2f}" + (f" (GPU {gpu / GiB:.2f})" if gpu else "")
+    if status.startswith("stopped: passed the"):
+        return "stopped at the" + status.removeprefix("stopped: passed the")
+    if status.startswith("stopped: RSS passed"):
+        return f"stopped at {status.split('RSS passed ')[1].split(' after')[0]} RSS"
+    return status.split(" (")[0]                  # "not run", "failed"
 
 
-def _not_finished(results: list[dict]) -> list[str]:
-    return [f"- {LABELS[r['variant']]} at N = {r['n']:,}: {r['status']}"
-            + (f" (RSS {r['peak_rss_bytes'] / GiB:.1f} GiB when stopped)" if r.get("peak_rss_bytes") else "")
-            for r in results if r.get("status") != "ok"]
+def _cell_mem(r, gpu: bool = False):
+    if r.get("status") != "ok":
+        return f"({r['peak_rss_bytes'] / GiB:.1f} when stopped)" if r.get("status", "").startswith("stopped") \
+            and r.get("peak_rss_bytes") else ""
+    if gpu:
+        return f"{r['gpu_peak_bytes'] / GiB:.2f}" if r.get("gpu_peak_bytes") else "—"
+    return f"{r['peak_rss_bytes'] / GiB:.2f}"
 
 
 def _time_ratio(a: dict, b: dict) -> float | None:
@@ -241,25 +249,39 @@ def _gflops(r: dict, info: dict) -> str:
     """Achieved matmul GFLOP/s of a finished FEAT forward run: counted FLOP per token x tokens / time."""
     if r.get("status") != "ok":
         return "—"
-    return f"{info['flop_per_token'] * r['n'] * (D + 1) / r['time_s'] / 1e9:.1f}"
+    return f"{info['flop_per_token'] * r['n'] * (D + 1) / r['time_s'] / 1e9:,.0f}"
 
 
-def _floor_lines(info: dict, by: dict, sizes: list[int], args) -> list[str]:
-    """The compute floor: FLOP per token, the measured matmul peak, and each size's share of it."""
-    peaks = info["matmul_gflops"]
+def _growth(by: dict, variant: str, sizes: list[int], what: str) -> str:
+    """time(1M)/time(100k) of a variant's finished runs (or of its two largest), in one sentence."""
+    ok = {n: by[(variant, n)] for n in sizes if by.get((variant, n), {}).get("status") == "ok"}
+    if 100_000 in ok and 1_000_000 in ok:
+        lo, hi = 100_000, 1_000_000
+    elif len(ok) >= 2:
+        lo, hi = sorted(ok)[-2:]
+    else:
+        return ""
+    return (f"{what}: time({_fmt_n(hi)})/time({_fmt_n(lo)}) = **{ok[hi]['time_s'] / ok[lo]['time_s']:.1f}** for "
+            f"{hi / lo:.0f}× the rows; peak RSS {ok[hi]['peak_rss_bytes'] / ok[lo]['peak_rss_bytes']:.1f}×.")
+
+
+def _share(by: dict, sizes: list[int], info: dict, args) -> str:
+    """The largest finished forward run's achieved share of the machine's measured matmul peak."""
+    peaks = info.get("matmul_gflops") or {}
     precision = "bf16" if args.bf16 else "fp32"
-    peak = peaks.get(precision, peaks["fp32"])
-    shares = [f"{_fmt_n(n)} {float(_gflops(by[('feat', n)], info)) / peak:.0%}" for n in sizes
-              if by.get(("feat", n), {}).get("status") == "ok"]
-    return [f"Compute floor (`bench/flops.py`): the forward pass costs {info['flop_per_token'] / 1e6:.2f} M matmul FLOP "
-            f"per cell token (rows × (D + 1) tokens), counted with `torch.utils.flop_counter` on the model "
-            f"`ModelConfig()` builds; elementwise work is not counted. This machine's measured "
-            + ", ".join(f"{k} matmul throughput is {v:.0f} GFLOP/s" for k, v in peaks.items())
-            + f" (4096 × 1024 × 1024, {info['threads']} threads). Achieved share of the {precision} peak: "
-            + ", ".join(shares) + ".", ""]
+    done = [n for n in sizes if by.get(("feat", n), {}).get("status") == "ok"]
+    if not done or not peaks:
+        return ""
+    n, peak = max(done), peaks.get(precision, peaks["fp32"])
+    g = float(_gflops(by[("feat", n)], info).replace(",", ""))
+    return (f" At {_fmt_n(n)} rows the forward pass reaches {g:,.0f} GFLOP/s, {g / peak:.0%} of this machine's measured "
+            f"{precision} matmul rate ({peak:,.0f} GFLOP/s; `bench/flops.py`, {info['flop_per_token'] / 1e6:.2f} M matmul "
+            "FLOP per cell token).")
 
 
-def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]:
+def _forward_lines(results: list[dict], by: dict, args, info: dict, png: str | None) -> list[str]:
+    import common
+
     sizes = sorted({r["n"] for r in results if r["variant"] in FORWARD})
     params = next((r["params"] for r in results if r["variant"] == "feat" and r.get("params")), 0)
     lines = [
@@ -271,33 +293,25 @@ def _forward_lines(results: list[dict], by: dict, args, info: dict) -> list[str]
         "sample-axis mixer replaced by full softmax attention (context rows attend to context rows, queries to the "
         "context; `bench/attention_baseline.py`, PyTorch SDPA: O(N) memory, O(N²) time).",
         "",
-        "| N (rows) | context | FEAT time (s) | FEAT GFLOP/s | FEAT peak RSS (GiB) | attention time (s) | attention peak RSS (GiB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| N (rows) | context | FEAT time (s) | FEAT peak RSS (GiB) | attention time (s) | attention peak RSS (GiB) |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sizes:
         f, a = by.get(("feat", n), {}), by.get(("attention", n), {})
-        lines.append(f"| {n:,} | {n // 2:,} | {_cell_time(f)} | {_gflops(f, info)} | {_cell_mem(f)} | {_cell_time(a)} "
-                     f"| {_cell_mem(a)} |")
-    lines.append("")
-    lines += _floor_lines(info, by, sizes, args)
+        lines.append(f"| {n:,} | {n // 2:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(a)} | {_cell_mem(a)} |")
     ok = {n: by[("feat", n)] for n in sizes if by.get(("feat", n), {}).get("status") == "ok"}
     if 100_000 in ok and 1_000_000 in ok:
         t_ratio = ok[1_000_000]["time_s"] / ok[100_000]["time_s"]
         m_ratio = ok[1_000_000]["peak_rss_bytes"] / ok[100_000]["peak_rss_bytes"]
-        growth = ""
-        if sizes[0] < 100_000 and sizes[0] in ok:      # growth above the smallest run's process, where one ran
-            inc = [ok[n]["peak_rss_bytes"] - ok[sizes[0]]["peak_rss_bytes"] for n in (100_000, 1_000_000)]
-            growth = f" ({inc[1] / max(inc[0], 1):.1f}× above the {_fmt_n(sizes[0])}-row process)"
-        lines += [f"**Target** time(1M)/time(100k) ≤ 11: measured **{t_ratio:.1f}** "
-                  f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M{growth}.", ""]
-    elif len(ok) >= 2:
-        lo, hi = sorted(ok)[-2:]
-        lines += [f"time({_fmt_n(hi)})/time({_fmt_n(lo)}) = {ok[hi]['time_s'] / ok[lo]['time_s']:.1f} "
-                  f"for {hi / lo:.0f}× the rows; peak RSS ratio {ok[hi]['peak_rss_bytes'] / ok[lo]['peak_rss_bytes']:.1f}.", ""]
-    return lines + [f"![FEAT vs full attention, log-log](scaling{'-cuda' if args.device == 'cuda' else ''}.png)", ""]
+        text = (f"**Target** time(1M)/time(100k) ≤ 11: measured **{t_ratio:.1f}** "
+                f"({'met' if t_ratio <= 11 else 'not met'}). Peak RSS grows {m_ratio:.1f}× from 100k to 1M.")
+    else:
+        text = _growth(by, "feat", sizes, "FEAT")
+    text += _share(by, sizes, info, args) + (f" ![FEAT vs full attention, log-log]({png})" if png else "")
+    return lines + ["", *common.wrap(text.strip()), ""]
 
 
-def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
+def _e2e_lines(results: list[dict], by: dict, args, png: str | None) -> list[str]:
     import common
 
     sizes = sorted({r["n"] for r in results if r["variant"] in END_TO_END})
@@ -326,53 +340,62 @@ def _e2e_lines(results: list[dict], by: dict, args) -> list[str]:
         f, t, g = (by.get((v, n), {}) for v in END_TO_END)
         lines.append(f"| {n:,} | {_cell_time(f)} | {_cell_mem(f)} | {_cell_time(t)} | {_cell_mem(t)} | "
                      f"{_cell_time(g)} | {_cell_mem(g)} | {_ratio(f, t)} | {_ratio(f, g)} |")
-    return lines + ["", *_e2e_verdict(by, sizes),
-                    f"![end-to-end fit + predict, log-log](scaling-e2e{'-cuda' if args.device == 'cuda' else ''}.png)", ""]
+    text = _growth(by, "feat_e2e", sizes, "FEAT") + (f" ![end-to-end fit + predict, log-log]({png})" if png else "")
+    return lines + ["", *(common.wrap(text.strip()) + [""] if text.strip() else [])]
 
 
-def _e2e_verdict(by: dict, sizes: list[int]) -> list[str]:
-    """One plain sentence per contrast: the range of FEAT's time ratio where both finished."""
-    out = []
-    for other in ("tabicl", "lightgbm"):
-        both = {n: _time_ratio(by.get(("feat_e2e", n), {}), by.get((other, n), {})) for n in sizes}
-        ratios = {n: r for n, r in both.items() if r is not None}
-        if not ratios:
-            continue
-        lo, hi = min(ratios.values()), max(ratios.values())
-        verdict = ("faster at every N both finished" if hi < 1 else "slower at every N both finished" if lo > 1
-                   else "faster at some N and slower at others")
-        unfinished = [n for n in sizes if by.get(("feat_e2e", n), {}).get("status") == "ok" and n not in ratios]
-        out.append(f"- FEAT vs {LABELS[other]}: FEAT is {verdict} "
-                   f"(time ratio {lo:.2f}–{hi:.2f}, {_fmt_n(max(ratios))} rows: {ratios[max(ratios)]:.2f})"
-                   + (f"; FEAT alone finished N = {', '.join(_fmt_n(n) for n in unfinished)}." if unfinished else "."))
-    return out + [""] if out else []
+def _cuda_lines(results: list[dict], by: dict, info: dict, args) -> list[str]:
+    """Both tables on a GPU in one: the forward pass and FEAT's fit + predict per N, any other method's seconds."""
+    import common
+
+    sizes = sorted({r["n"] for r in results})
+    ran = {r["variant"] for r in results}
+    per_run = sorted({r["tables_per_run"] for r in results if r["variant"] == "feat_e2e" and "tables_per_run" in r})
+    cols = []                                     # (header, cell of N)
+    if "feat" in ran:
+        cols += [("forward, random weights (s)", lambda n: _cell_time(by.get(("feat", n), {}))),
+                 ("forward GFLOP/s", lambda n: _gflops(by.get(("feat", n), {}), info))]
+    if "attention" in ran:
+        cols += [("forward, full attention (s)", lambda n: _cell_time(by.get(("attention", n), {})))]
+    if "feat_e2e" in ran:
+        cols += [("fit + predict, `FEATClassifier(n_estimators=1)` (s)", lambda n: _cell_time(by.get(("feat_e2e", n), {}))),
+                 ("fit + predict, GPU peak (GiB)", lambda n: _cell_mem(by.get(("feat_e2e", n), {}), gpu=True))]
+    for v in ("tabicl", "lightgbm"):
+        if v in ran:
+            cols += [(f"fit + predict, {LABELS[v]} (s)", lambda n, v=v: _cell_time(by.get((v, n), {})))]
+    text = (f"**{info['cpu'].split('GPU ')[-1]}** ({info['cpu'].split(', GPU ')[0]}, {info['cores']} cores, "
+            f"{info['ram_gib']:.0f} GiB; torch {info['torch']}, Python {info['python']}), "
+            f"{common.precision_text(args.precision, args.device)}, the tables and settings of the CPU tables above"
+            + (f"; {' / '.join(map(str, per_run))} local parts of a member per engine run" if per_run else "") + ".")
+    lines = [*common.wrap(text), "",
+             "| N (rows) | " + " | ".join(h for h, _ in cols) + " |", "|---:|" + "---:|" * len(cols),
+             *(f"| {n:,} | " + " | ".join(c(n) for _, c in cols) + " |" for n in sizes), ""]
+    notes = " ".join(t for t in (_growth(by, "feat", sizes, "Forward pass"), _growth(by, "feat_e2e", sizes, "Fit + predict"))
+                     if t)
+    peaks = info.get("matmul_gflops") or {}
+    if notes and peaks:
+        notes += " The card's measured matmul rate: " + ", ".join(f"{k} {v:,.0f} GFLOP/s" for k, v in peaks.items()) + "."
+    return lines + ([*common.wrap(notes), ""] if notes else [])
 
 
-def report(table: str, results: list[dict], info: dict, command: str, started: str, args) -> list[str]:
-    """The markdown section of one table ("forward" or "e2e") from the results of its variants."""
-    results = [r for r in results if r["variant"] in GROUPS[table]]
+def report(table: str, results: list[dict], info: dict, command: str, started: str, args, elapsed: float | None = None,
+           png: str | None = None) -> list[str]:
+    """The markdown section of one table ("forward", "e2e", or "cuda": both on a GPU) from its variants' results."""
+    import common
+
+    results = [r for r in results if r["variant"] in GROUPS.get(table, FORWARD + END_TO_END)]
     by = {(r["variant"], r["n"]): r for r in results}
     if table == "forward":
         lines = ["## Scaling", "", f"Time and peak RSS of a fresh process per method and N, at D = {D}, half of the "
-                  "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args, info)]
+                 "N rows context (training rows) and half query.", "", *_forward_lines(results, by, args, info, png)]
+    elif table == "e2e":
+        lines = _e2e_lines(results, by, args, png)
     else:
-        lines = _e2e_lines(results, by, args)
-    notes = _not_finished(results)
-    if notes:
-        lines += ["Runs that did not finish:", "", *notes, ""]
-    la = info["loadavg"]
-    lines += [
-        f"- Command: `{command}`",
-        f"- Date: {started}",
-        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']:.0f} GiB RAM; torch {info['torch']} "
-        f"({info['threads']} threads), Python {info['python']}",
-        f"- Git commit: {info['commit']}",
-        f"- Load: 1-min load average {la[0]:.1f} at the start on {info['cores']} cores"
-        + (" (the cores were shared with other jobs, so absolute times are pessimistic and noisy)" if la[0] > 1.5 else "")
-        + "; N = 1k is the best of 3 runs, larger N a single run. Limits: attention and TabICL runs stopped after "
-        f"{args.time_limit:g} s, any run stopped above {args.mem_limit_gb:g} GiB RSS.",
-    ]
-    return lines
+        lines = _cuda_lines(results, by, info, args)
+    limits = (f"N = 1k the best of 3 runs, larger N one run each; attention and TabICL runs stopped after "
+              f"{args.time_limit:g} s, any other after {args.feat_time_limit:g} s, any run above {args.mem_limit_gb:g} GiB "
+              "RSS.")
+    return lines + common.provenance(command, started, info, elapsed, [f"- {limits}"])
 
 
 def plot(results: list[dict], variants: tuple[str, ...], path: Path, title: str, xlabel: str) -> None:
@@ -427,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mem-limit-gb", type=float, default=16.0, help="RSS (GiB) at which any run is stopped")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where FEAT and TabICL run (LightGBM: the CPU); a GPU run writes the sections suffixed -cuda")
+                   help="where FEAT and TabICL run (LightGBM: the CPU); a GPU run writes both tables into the "
+                        "section scaling-cuda")
     p.add_argument("--tables-per-run", type=int, default=None,
                    help="local parts FEAT encodes per engine run (default: the device's, inference.TABLES_PER_RUN)")
     p.add_argument("--no-write", action="store_true", help="print only; leave docs/ untouched")
@@ -443,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     command = "python bench/scaling.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    started = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    started, t0 = dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), time.perf_counter()
     import torch
 
     info = common.machine()
@@ -484,18 +508,26 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[scaling]   {r['status']}", flush=True)
                 stopped = True
     precision = "bf16" if args.bf16 else "fp32"
-    on, suffix = ("GPU", "-cuda") if args.device == "cuda" else ("CPU", "")
-    titles = {"forward": (PNG.with_stem(PNG.stem + suffix), f"FEAT forward on {on} ({precision}, shipped size, random weights)",
+    titles = {"forward": (PNG, f"FEAT forward on CPU ({precision}, shipped size, random weights)",
                           f"rows N (half context, half query), D = {D}"),
-              "e2e": (PNG_E2E.with_stem(PNG_E2E.stem + suffix), f"fit + predict on {on} (one ensemble member)",
+              "e2e": (PNG_E2E, "fit + predict on CPU (one ensemble member)",
                       f"rows N (half training, half predicted), D = {D}")}
-    for table in [name for name, group in GROUPS.items() if set(variants) & set(group)]:
-        body = report(table, results, info, command, started, args)
+    # on a GPU both tables go into one section, "scaling-cuda", with no plot; on the CPU each has its own
+    tables = ["cuda"] if args.device == "cuda" else [name for name, group in GROUPS.items() if set(variants) & set(group)]
+    for table in tables:
+        png = None if table == "cuda" or args.no_write else titles[table][0]
+        body = report(table, results, info, command, started, args, time.perf_counter() - t0,
+                      png.name if png else None)
         print("\n".join(body))
         if not args.no_write:
-            doc = common.write_section(SECTIONS[table] + suffix, body)
-            plot(results, GROUPS[table], *titles[table])
-            print(f"[scaling] wrote section '{SECTIONS[table] + suffix}' of {doc} and {titles[table][0].relative_to(ROOT)}")
+            doc = common.write_section(SECTIONS[table], body)
+            res = common.save_results(SECTIONS[table], None, {
+                "markdown": "\n".join(body), "command": command, "started": started, "machine": info,
+                "args": vars(args), "results": [r for r in results if table == "cuda" or r["variant"] in GROUPS[table]]})
+            if png:
+                plot(results, GROUPS[table], *titles[table])
+            print(f"[scaling] wrote section '{SECTIONS[table]}' of {doc}"
+                  + (f" and {png.relative_to(ROOT)}" if png else "") + f", results to {res}")
     return 0
 
 

@@ -62,8 +62,14 @@ def horizons(name: str, context: int, args) -> dict:
 
 
 def report(recs: list[dict], args, info: dict, command: str, started: str, seconds: float):
-    rows = [[r["table"], f"{r['n_context']:,}", i, f"{la['min']:.0f}", f"{la['median']:.0f}", f"{la['max']:.0f}",
-             f"{la['skip_share']:.0%}"] for r in recs for i, la in enumerate(r["layers"])]
+    """One row per table, its AFBM layers joined by " / "."""
+    join = lambda r, f: " / ".join(f(la) for la in r["layers"])  # noqa: E731
+    sizes = sorted({r["n_context"] for r in recs})
+    first = f"table ({sizes[0]:,} context rows)" if len(sizes) == 1 else "table (context rows)"
+    rows = [[r["table"] if len(sizes) == 1 else f"{r['table']} ({r['n_context']:,})",
+             join(r, lambda la: f"{la['min']:.0f}"), join(r, lambda la: f"{la['median']:.0f}"),
+             join(r, lambda la: f"{la['max']:.0f}"), join(r, lambda la: f"{la['skip_share']:.0%}")] for r in recs]
+    layers = " / ".join(str(i) for i in range(max(len(r["layers"]) for r in recs)))
     longest = max(la["max"] for r in recs for la in r["layers"])
     body = [
         "## AFBM scan horizon (diagnostic)",
@@ -72,15 +78,12 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
          f"on the quality benchmark's split; FEAT with one member, checkpoint {C.checkpoint_line(args.checkpoint)}. "
          "'skipped' is the share of rows with decay a > 0.999."),
         "",
-        *C.markdown_table(["table", "context rows", "AFBM layer", "horizon min", "horizon median", "horizon max",
-                           "skipped"], rows),
+        *C.markdown_table([first, f"AFBM layer {layers}: horizon min", "median", "max", "skipped"], rows),
         "",
-        f"The longest horizon of any head is {longest:.0f} rows"
-        + (", far shorter than the contexts: through AFBM a query reads a summary of about that many rows at "
-           "each end of the context, and the rest only through Conv-GLA's global memory (one block in four). "
-           "This is consistent with FEAT's flat quality beyond a few thousand context rows (section \"Quality "
-           "against context size\") and with its row-order sensitivity (section \"Row-order robustness\")."
-           if longest < min(r["n_context"] for r in recs) / 4 else "."),
+        *C.wrap(f"The longest horizon of any head is {longest:.0f} rows"
+                + (", far shorter than the contexts: through AFBM a query reads a summary of about that many rows at "
+                   "each end of the context, and the rest only through Conv-GLA's global memory (one block in four)."
+                   if longest < min(r["n_context"] for r in recs) / 4 else ".")),
         "",
         *C.provenance(command, started, info, seconds),
     ]

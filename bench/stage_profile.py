@@ -1,6 +1,6 @@
 """Where the time of `fit` and `predict` goes: wall time and CPU time of each stage at the defaults.
 
-Each stage is a function of the estimators' layout (docs/design.md, "The layout") wrapped with a timer for the run;
+Each stage is a function of the estimators' layout (docs/architecture.md, "Fit, stage by stage") wrapped with a timer for the run;
 nothing else changes. Stages nest (the blend's choice reads the engine, the stacked model's fit holds its
 candidates' cross-fits), so a stage's time includes its children's. Engine runs on local parts run on worker
 threads: their wall time is summed over the threads, and "parts on all cores" is the wall time of the parallel
@@ -137,24 +137,27 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
     total = sum(r["total_wall"] for r in recs)
     total_cpu = sum(r["total_cpu"] for r in recs)
     rows = [["fit + predict", C.fmt(total, 1), "100%", C.fmt(total_cpu, 1), C.fmt(total_cpu / total, 2)]]
+    small = []                                   # stages under 1% of the wall time: one line, not rows
     for lab in labels:
-        if wall[lab] > 0:
-            rows.append([lab, C.fmt(wall[lab], 1), f"{100 * wall[lab] / total:.0f}%", C.fmt(cpu[lab], 1),
-                         C.fmt(cpu[lab] / wall[lab], 2)])
-    per_table = [[r["table"], f"{r['n_context']:,}", C.fmt(r["total_wall"], 1), C.fmt(r["wall"].get("fit", 0), 1),
-                  C.fmt(r["wall"].get("engine runs (summed over threads)", 0), 1)] for r in recs]
+        if wall[lab] <= 0:
+            continue
+        if wall[lab] < 0.01 * total and not lab.startswith(" "):
+            small.append(f"{lab.split(' (')[0]} {wall[lab]:.1f}")
+            continue
+        rows.append([lab, C.fmt(wall[lab], 1), f"{100 * wall[lab] / total:.0f}%", C.fmt(cpu[lab], 1),
+                     C.fmt(cpu[lab] / wall[lab], 2)])
     body = [
         "## Stage profile of fit and predict",
         "",
         f"FEAT at its defaults ({args.n_estimators} members, {C.precision_text(args.precision, args.device)}), "
         f"context capped at {args.max_context:,} rows, at most {args.max_test:,} query rows, summed over "
         f"{len(recs)} table(s). A stage's time includes the stages nested in it (indented ones, and the engine runs "
-        "inside the blend's choice); engine runs on local parts are summed over the worker threads.",
+        "inside the blend's choice); engine runs on local parts are summed over the worker threads. Per table: "
+        f"{C.results_ref(args.section, args.out)}.",
         "",
         *C.markdown_table(["stage", "wall s", "share of wall", "CPU s", "CPU / wall"], rows),
         "",
-        *C.markdown_table(["table", "context rows", "fit + predict s", "fit s", "engine runs s"], per_table),
-        "",
+        *([*C.wrap("Under 1% each (wall s): " + ", ".join(small) + "."), ""] if small else []),
         *C.provenance(command, started, info, seconds),
     ]
     return body, {"stages": wall, "total": total}

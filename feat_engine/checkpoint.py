@@ -2,7 +2,7 @@
 
 A missing, truncated, corrupted or mismatched file raises `CheckpointError`, whose
 message names the file and the problem. Loaded models are kept in a cache per file
-(`load_model_and_meta`); edge heads live beside their checkpoint (docs/design.md, "Checkpoints").
+(`load_model_and_meta`); edge heads live beside their checkpoint (docs/decisions/0009-checkpoint-format.md).
 """
 from __future__ import annotations
 

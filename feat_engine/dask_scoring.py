@@ -8,7 +8,7 @@ pip install "feat-engine[dask]".
 
 Each partition gets exactly the table `prediction_frame` gives in-process, scored against the estimator's one
 shared context, so partition boundaries do not change any result. Paths (query files, output directory) must
-be readable and writable by the workers (docs/design.md, "Scoring on Dask").
+be readable and writable by the workers (docs/decisions/0030-dask-scoring.md).
 """
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def _score_partition(estimator: Fitted, part: pd.DataFrame, target: str) -> pd.D
     thread that ran a parallel region, for as long as that thread lives, and once it manages more threads than
     there are cores it stops spinning at its barriers: every later OpenMP loop in the process, scikit-learn's
     and torch's, then runs several times slower. Dask's worker threads outlive the computation; this thread does not
-    (docs/design.md, "Scoring on Dask")."""
+    (docs/decisions/0030-dask-scoring.md)."""
     if threading.current_thread() is threading.main_thread():
         return prediction_frame(estimator, part, target)
     with ThreadPoolExecutor(1, thread_name_prefix="feat-partition") as pool:

@@ -2,7 +2,7 @@
 memory about one copy of its tokens plus bounded scratch), then the query rows stream through the blocks in chunks,
 reading the per-layer states, so that a query's output does not depend on the chunking. Contexts of one shape (a
 member's local parts) can share a run as a batch (`run_tables`), and `StateCache` keeps a fitted estimator's context
-states between calls (docs/design.md, "Memory-bounded inference" and "Context states kept between calls")."""
+states between calls (docs/decisions/0005-memory-bounded-inference.md and 0027-kept-context-states.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -27,12 +27,12 @@ T, R = TypeVar("T"), TypeVar("R")
 
 # query rows are decoded in blocks of a multiple of this many rows (padded with zero rows): matrix products of a
 # handful of rows take other kernels, whose rounding would let a row's prediction depend on how many rows it was
-# predicted with (1.6e-2 in a bf16 logit, 1e-6 in fp32; docs/design.md, "Context/query semantics")
+# predicted with (1.6e-2 in a bf16 logit, 1e-6 in fp32; docs/decisions/0001-query-rows-only-read.md)
 QUERY_BLOCK = 64
 
 # local parts one engine run encodes as a batch of tables (`run_tables`), by device type. On a CPU one at a time:
 # batches of 2, 4 and 8 parts took 0.97x, 1.02x and 1.54x the time of one at a time on an Intel Xeon, 2 and 4 parts
-# 1.0x and 1.2x on an AMD EPYC (docs/design.md, "The compute floor"). On a GPU, where one part of 1,024 rows cannot
+# 1.0x and 1.2x on an AMD EPYC (docs/decisions/0008-gpu-batches.md). On a GPU, where one part of 1,024 rows cannot
 # fill the card and its run is bound by kernel launches, 32: one-member fit + predict at 1M rows on an H200 took
 # 77.7 s with 1 part a run, 26.6 with 8, 22.5 with 32 and 21.4 with 128 (GPU peak 0.65, 1.2, 3.1 and 10.7 GiB)
 TABLES_PER_RUN = {"cpu": 1, "cuda": 32}
@@ -68,7 +68,7 @@ def cpu_name() -> str:
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16). Elsewhere (AVX2 only)
-    bf16 autocast is emulated, far slower than fp32 (docs/design.md, "The compute floor")."""
+    bf16 autocast is emulated, far slower than fp32 (docs/decisions/0007-precision.md)."""
     return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
 
 
@@ -240,7 +240,7 @@ def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.devic
              on_wait: Callable[[], None] | None = None) -> list[R]:
     """`[fn(item) for item in items]` for independent engine runs: on a CPU, as many runs at once as torch has
     threads (at most one per item), torch's threads shared out among them: one engine run leaves cores idle
-    in its many small ops (docs/design.md, "The compute floor"). Results equal the sequential ones to rounding.
+    in its many small ops (docs/decisions/0006-cpu-speed.md). Results equal the sequential ones to rounding.
     `on_wait` is called on the caller's thread while it waits (to relay the workers' progress to widgets that
     accept no other thread)."""
     threads = torch.get_num_threads()

@@ -1,6 +1,6 @@
 """Reading and writing tables: CSV, TSV, Parquet and Excel, chosen by the file name's suffix.
 The `feat` CLI and the app read with this one reader, so they take the same files and say the
-same thing about those they cannot read (docs/design.md, "CLI and file reading").
+same thing about those they cannot read (docs/decisions/0037-file-reading-and-cli.md).
 
     df = read_table("train.csv")                        # a path
     df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format

@@ -4,7 +4,7 @@ the context, nominal ones marked for target statistics (`target_stats.py`); date
 become numeric parts; near-unique text/ID and constant columns are dropped with a `FEATDataWarning`; missing cells
 are NaN. `TablePreprocessor.inverse_transform` fills only the original table's NaN cells, each number within its
 column's support: the context's range, whole numbers where the column holds only whole numbers
-(docs/design.md, "Preprocessing")."""
+(docs/decisions/0012-preprocessing.md)."""
 from __future__ import annotations
 
 import warnings

@@ -108,7 +108,7 @@ class TargetScaler:
 
     def inverse_transform(self, z: np.ndarray) -> np.ndarray:
         """z in the target's units. A constant context target is the prediction for every row: a model that
-        has only ever read targets that vary would otherwise add its noise to it (docs/design.md, "Preprocessing")."""
+        has only ever read targets that vary would otherwise add its noise to it (docs/decisions/0012-preprocessing.md)."""
         z = np.asarray(z, dtype=np.float64)
         return np.full_like(z, self.mean_) if self.constant_ else z * self.std_ + self.mean_
 

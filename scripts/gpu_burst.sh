@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on a lent GPU (../shared/gpu-notes.md; docs/design.md, "The trainer on a GPU"), in this order: the scaling
+# One call on a lent GPU (../shared/gpu-notes.md; docs/decisions/0011-pretraining.md), in this order: the scaling
 # benchmark on the GPU (when asked), the CUDA tests, then stage-4 pretraining bursts with the time left. What it returns
 # lands in $OUT (at most 8 files): log.txt, tests.txt, scaling.jsonl, benchmarks.md and the two -cuda plots (the GPU
 # sections written there), run-<scan>/{last.pt,log.jsonl}.
@@ -13,7 +13,7 @@
 # There (device tool, carry [".gpu", ".whl"]):   bash scripts/gpu_burst.sh 575 [tests,train | scaling,tests,train]
 # A second call on the still-warm machine (it waits 30 s) needs no wheels, since /tmp/site{,-mamba} are still there: copy the
 # first call's run-torch/last.pt to .gpu/last-torch.pt and carry [".gpu"] alone.
-# Measured (docs/design.md, "The second GPU session"): mamba's Triton kernel spends about 170 s compiling on its
+# Measured (docs/decisions/0011-pretraining.md): mamba's Triton kernel spends about 170 s compiling on its
 # first steps and then steps no faster than the PyTorch scan (0.16 s a step of ~36 tables), so the bursts default to
 # the PyTorch scan (SCANS=torch); the prior's 14 workers are the bound (about 230 tables a second).
 # Back here, score a returned last.pt with the trainer's monitor (one evaluation, no step; writes best.pt there):

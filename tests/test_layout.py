@@ -1,4 +1,4 @@
-"""The package's layout holds what docs/design.md ("Read this first") promises: the reading stages import no
+"""The package's layout holds what docs/architecture.md ("The layers" and "Invariants") promises: the reading stages import no
 torch, the base class declares what its subclasses provide, and every estimator parameter is documented."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """scikit-learn's whole estimator-check suite on the three estimators, each refusal the suite asks
 for (in FEAT's words and scikit-learn's), and the one task rule that the CLI and the app share
-(docs/design.md, "What the estimators refuse")."""
+(docs/decisions/0036-scikit-learn-contract.md)."""
 import warnings
 
 import numpy as np

@@ -8,7 +8,7 @@
 `base.py` holds what all three share, `in_context.py` the classifier's and regressor's `fit` (the stages of
 `feat_engine.reading`, in order), `runner.py` the one call into the engine. Query rows never see each other,
 so a row's prediction does not depend on the other query rows. Bad input raises `FEATInputError` (a
-ValueError) in scikit-learn's words where its checks apply (docs/design.md, "What the estimators refuse").
+ValueError) in scikit-learn's words where its checks apply (docs/decisions/0036-scikit-learn-contract.md).
 """
 from ..inference import PRECISIONS
 from .attributions import masked_attributions

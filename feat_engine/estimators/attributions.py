@@ -1,5 +1,5 @@
 """Why a prediction: each feature priced by hiding its cell and reading the row again, as the dependence matrix
-prices a column (docs/design.md, "Why this prediction"). FEAT reads a missing cell natively, and the context
+prices a column (docs/decisions/0034-masked-attributions.md). FEAT reads a missing cell natively, and the context
 states are kept between calls, so pricing D features costs D more readings of the query rows, made in one call."""
 from __future__ import annotations
 

@@ -47,8 +47,8 @@ PARAMETERS = {
               "classical model's own prediction at the weight that predicts held-out context rows best."),
     "read_budget": ("int or None, default 8,000,000", "Context cells (rows x (features + 1), per labelling, twice over "
                     "in overlapping local parts) the engine reads at most over all members: about eight minutes "
-                    "of engine on two AVX2 cores in fp32, about half that with native bf16 (docs/design.md, \"Large "
-                    "tables\"). "
+                    "of engine on two AVX2 cores in fp32, about half that with native bf16 "
+                    "(docs/decisions/0029-reading-budget.md). "
                     "Past it `fit` reads fewer members (down to one), then fewer rows (a random subset, `read_plan_`); "
                     "the target statistics and the stacked model are still fitted on every row. None reads every row "
                     "with every member."),

@@ -1,5 +1,5 @@
-"""FEATImputer: fills the NaN cells of a table, every other cell returned unchanged (docs/design.md,
-"Imputation")."""
+"""FEATImputer: fills the NaN cells of a table, every other cell returned unchanged
+(docs/decisions/0031-imputation.md)."""
 from __future__ import annotations
 
 import math
@@ -24,7 +24,7 @@ from .base import FEATBase, documented
 from .classifier import FEATClassifier
 from .regressor import FEATRegressor
 
-COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/design.md, "Imputation")
+COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/decisions/0031-imputation.md)
 HELD_NUMBERS = 256      # known cells of a number column held out of its context to measure FEAT's errors
 HELD_SHARE = 10         # ... at most one known cell in HELD_SHARE
 SURE_RANGE = (0.16, 0.84)   # a filled number's typical error: half the range that holds this share of its errors
@@ -189,7 +189,7 @@ class NumberScale:
     """A number column's own scale for FEAT's errors: its observed values through their quantiles to a standard
     normal (scikit-learn's `QuantileTransformer`), where an error on a skewed, positive column such as a budget is
     as wide at 1,000 as at 10 million in proportion, and back. From that scale a value never leaves the observed
-    range, so a draw keeps the column's support (docs/design.md, "Imputation")."""
+    range, so a draw keeps the column's support (docs/decisions/0031-imputation.md)."""
 
     def __init__(self, observed: np.ndarray):
         self.qt = QuantileTransformer(n_quantiles=min(N_QUANTILES, len(observed)), output_distribution="normal",

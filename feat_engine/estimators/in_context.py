@@ -1,5 +1,5 @@
 """The classifier's and regressor's shared `fit`: the stages of `feat_engine.reading` run in order on a
-labelled context, and the matrices each engine run then reads (docs/design.md, "What `fit` and `predict` do")."""
+labelled context, and the matrices each engine run then reads (docs/architecture.md, "Fit, stage by stage")."""
 from __future__ import annotations
 
 import os
@@ -28,7 +28,7 @@ from ..reading.stacked_model import STOP_ROWS, check_stacked_model
 from . import runner
 from .base import FEATBase
 
-LOCAL_CONTEXT = 1024    # default rows per local context (docs/design.md, "Local contexts")
+LOCAL_CONTEXT = 1024    # default rows per local context (docs/decisions/0015-local-parts.md)
 KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
                 f"rows member by member and keeps the members up to the first that changes their predictions by "
                 f"less than {MEMBER_TOL:g} (`member_choice_`). ")
@@ -229,7 +229,7 @@ class InContextBase(FEATBase, ABC):
         context row with its `detail` (the member's own rows first, in its order: `_fit_order`), also where the
         member reads only some of them. A member that reads every row of a context of at most `STOP_ROWS` rows
         (not `alone`) takes the fit per labelling and power scale in `shared`, made by the first member that needs
-        it and reordered to its rows; others fit their own (docs/design.md, "Fitted once")."""
+        it and reordered to its rows; others fit their own (docs/decisions/0025-fitted-once.md)."""
         power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
         if alone:
             own = detail[order]

@@ -3,7 +3,7 @@ engine runs, standardise each part as the prior's tables are, and make the call 
 watch what the engine reads patch `run_tables` here.
 
 A query row is routed by its own features alone, and a batch is a fixed run of consecutive parts whatever the
-queries, so a query's prediction never depends on the other query rows (docs/design.md, "Local contexts").
+queries, so a query's prediction never depends on the other query rows (docs/decisions/0015-local-parts.md).
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def _read_parts(run: MemberRun, ctx: np.ndarray, labels: np.ndarray, q: np.ndarr
 def absent_class(n_context: int, n_queries: int) -> np.ndarray:
     """(M, 2) probabilities of "the rest" and "the class" where a one-vs-rest context of n rows holds no row of its
     class: the rule of succession, 1 / (n + 2), for the class. The engine is not read there; its own answer on
-    such contexts is as small (median 0.002 at 1,024 rows on texture; docs/design.md, "Classes no part holds")."""
+    such contexts is as small (median 0.002 at 1,024 rows on texture; docs/decisions/0026-one-vs-rest-classes.md)."""
     p = 1.0 / (n_context + 2)
     return np.tile([1.0 - p, p], (n_queries, 1))
 

@@ -12,7 +12,7 @@ W_fuse [RMSNorm(y_f * SiLU(z)) || RMSNorm(y_b * SiLU(z))].
 The scan runs over the context rows only. A query row reads the final forward state as if it
 came right after the last context row, and the final backward state as if it came right before
 the first: it never writes to any state, so its output does not depend on the other query rows
-(docs/design.md, "Context/query semantics" and "The bidirectional scan and its diagonal").
+(docs/decisions/0001-query-rows-only-read.md and docs/decisions/0002-row-mixers.md).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..config import ModelConfig
 from .kernels import selective_scan
 
 # sequences longer than LONG chunks are scanned with chunks twice as long: the same result, and faster
-# on long sequences (docs/design.md, "The SSD scan")
+# on long sequences (docs/decisions/0003-ssd-scan.md)
 LONG = 8
 
 

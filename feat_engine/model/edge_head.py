@@ -1,7 +1,7 @@
 """The edge head: how likely two columns are directly linked, read from FEAT's column tokens at a few depths
 and the pair's classical statistics (`relations.correlations.pair_statistics`), as a symmetric logit per pair.
-Trained on the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`; docs/design.md, "The
-edge head").
+Trained on the prior's causal graphs with the backbone frozen (`feat_engine.train.edges`;
+docs/decisions/0033-edge-head.md).
 """
 from __future__ import annotations
 

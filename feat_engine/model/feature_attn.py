@@ -5,7 +5,7 @@
 
 Rows never interact here. The attention is written out, its softmax too (`softmax_last`): on rows of
 a dozen tokens that runs faster on a CPU core, in fp32 and bf16, than PyTorch's fused
-`scaled_dot_product_attention`, which the tests check it against (docs/design.md, "The compute floor").
+`scaled_dot_product_attention`, which the tests check it against (docs/decisions/0006-cpu-speed.md).
 With `return_attention=True` the softmax weights are also returned as (..., heads, C, C):
 entry [i, j] is how much token i (the reader) attends to token j (the source). They do not
 change the output.
@@ -22,7 +22,7 @@ from ..config import ModelConfig
 def softmax_last(s: Tensor) -> Tensor:
     """Softmax over the last axis, written out. On CPUs `torch.softmax` vectorises along that axis, which is
     a dozen tokens long here, and runs several times slower, and slower still with the backward pass included
-    (docs/design.md, "The compute floor")."""
+    (docs/decisions/0006-cpu-speed.md)."""
     e = torch.exp(s - s.amax(-1, keepdim=True))
     return e / e.sum(-1, keepdim=True)
 

@@ -26,7 +26,7 @@ def _mamba_chunk_scan():
 
     The package's `__init__` imports its compiled CUDA extension, which an install without the CUDA build
     (`MAMBA_SKIP_CUDA_BUILD=TRUE`) lacks, while the Triton kernel needs none of it. Where that import fails,
-    the package is entered without running its `__init__` (docs/design.md, "The SSD scan")."""
+    the package is entered without running its `__init__` (docs/decisions/0003-ssd-scan.md)."""
     try:
         return importlib.import_module(KERNEL).mamba_chunk_scan_combined
     except ImportError:

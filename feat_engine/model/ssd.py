@@ -77,7 +77,7 @@ def ssd_scan(
         segment_chunks: chunks per segment; segments are scanned one after the
             other so that the (q x q) chunk tensors stay bounded for any L. Segments of
             256-512 rows keep them in cache, which longer segments spill out of
-            (docs/design.md, "The SSD scan").
+            (docs/decisions/0003-ssd-scan.md).
 
     Returns:
         y: (b, L, h, p) fp32 outputs, a view of (b, h, L, p) memory, and the final state (b, h, p, n) fp32.

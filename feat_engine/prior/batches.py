@@ -153,7 +153,7 @@ def _with_view(Xs: np.ndarray, y: np.ndarray, n_ctx: int, task: str, seed: int) 
     `fit_additive_model`, cross-fitted on the context rows) as its first column, as the estimators' runs read
     a stacked model; a column of zeros where it cannot be fitted (a class with a single context row). The
     boosted trees, which the estimators' runs may read instead, are not drawn yet
-    (docs/design.md, "The views")."""
+    (docs/decisions/0010-prior.md and docs/decisions/0022-stacked-model.md)."""
     view = fit_additive_model(Xs[:n_ctx], y[:n_ctx], task == "classification", seed)
     col = np.zeros(len(Xs), np.float32)
     if view is not None:

@@ -10,7 +10,7 @@
 
 Beyond the paper (`sample_scm`): teachers that read the observed features directly, nominal columns of many
 levels, categorical codes, missing values, constant and duplicated columns. Every table is permuted over
-rows, features and class labels by the caller (`batches.py`; docs/design.md, "The prior and pretraining").
+rows, features and class labels by the caller (`batches.py`; docs/decisions/0010-prior.md).
 """
 from __future__ import annotations
 

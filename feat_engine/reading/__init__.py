@@ -24,5 +24,5 @@ never sees them.
 `predict` routes each query row to its member's part (`local_parts.py`), applies the fitted statistics and
 stacked model to it (`run_inputs.py`), reads numbers through their context quantiles for half of the members
 (`quantile_transform.py`), and blends the engine's output (`blend.py`). The measurements behind each stage are
-in docs/design.md, "Reading real tables".
+in docs/decisions/ (0012-0026; docs/decisions/README.md lists them).
 """

@@ -2,7 +2,7 @@
 context is split into local parts, a share of its rows (`held_out_rows`) is kept out of every part and read as
 queries, and the weight w in WEIGHTS whose blend loses least on their labels is kept: logit p' = (1 - w) logit p + w s
 for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A query's blend reads that query's own
-output and s, so it depends on that query alone (docs/design.md, "The blend")."""
+output and s, so it depends on that query alone (docs/decisions/0024-blend.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

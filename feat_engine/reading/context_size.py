@@ -2,7 +2,7 @@
 parts of 512 or 1,024 rows, or the whole context up to WHOLE_ROWS context rows) is scored by one-member fits on some
 context rows that predict the held-out rest (FOLDS folds up to FOLD_ROWS rows, one set of HOLDOUT rows beyond). The
 default reading stays unless another lowers the mean held-out loss by more than Z paired standard errors
-(docs/design.md, "Local contexts" and "What the three changes bought, all defaults together")."""
+(docs/decisions/0016-reading-chosen-per-table.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -2,7 +2,7 @@
 k-means (`MiniBatchKMeans`) places one centre per `size` / overlap context rows in the relevance-weighted standardised
 space, and each part is the `size` context rows nearest its centre; past GROUP parts this is done within coarse
 k-means groups, so that the fit stays O(N). At predict a query reads the part whose centre is nearest to it, a choice
-that depends on that query alone (docs/design.md, "Local contexts")."""
+that depends on that query alone (docs/decisions/0015-local-parts.md)."""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,6 @@
 """Ensemble members: which context rows each reads in which order, which features in which order (ranked by relevance
 on a table wider than a member reads), and its S-DFE seed
-(docs/design.md, "Ensembling" and "More features than the model was trained on")."""
+(docs/decisions/0018-members.md and docs/decisions/0014-relevance-ranked-features.md)."""
 from __future__ import annotations
 
 import math

@@ -2,7 +2,7 @@
 Yeo-Johnson transform (scikit-learn's `PowerTransformer`) fitted on the context, in units of the target's median
 absolute value, its lambda kept in [0, 1] (at most as strong as a log). Predictions map back as means (Duan's smearing
 over the residuals of the member's stacked model, `stacked_model.py`; without one, the plain inverse), and a query's
-value still depends on that query alone (docs/design.md, "The power target")."""
+value still depends on that query alone (docs/decisions/0020-power-target.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace

@@ -2,7 +2,7 @@
 least MIN_VALUES distinct context values goes through its context quantiles to a standard normal (scikit-learn's
 `QuantileTransformer`), which keeps the values' order and spreads a heavy-tailed column's bulk evenly; other columns
 keep their standardised values and missing cells stay missing. The transform is fitted on the context alone, so a
-query's value depends on that query alone (docs/design.md, "Quantile view")."""
+query's value depends on that query alone (docs/decisions/0019-quantile-transform.md)."""
 from __future__ import annotations
 
 import numpy as np

@@ -4,15 +4,15 @@ grows with the cells it reads, rows x (features read + 1) for each labelling of 
 where one class is read against the rest), twice over where local parts overlap. Within the budget every member
 reads every row; past it the members go first, down to one, and then that one reads a random share of the rows.
 The classical models beside the engine are fitted on every labelled row whatever the engine reads
-(docs/design.md, "Reading budget")."""
+(docs/decisions/0029-reading-budget.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .local_parts import OVERLAP, rows_per_run
 
-READ_CELLS = 8_000_000   # context cells the estimators' engine runs read at most by default (docs/design.md,
-                         # "Large tables": about 8 minutes of engine on two AVX2 cores in fp32)
+READ_CELLS = 8_000_000   # context cells the estimators' engine runs read at most by default
+                         # (docs/decisions/0029-reading-budget.md: about 8 minutes of engine on two AVX2 cores in fp32)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """How much each feature tells about the target, measured on the context alone: mutual information (scikit-learn's
 kNN estimator) on a random subsample of at most MAX_ROWS context rows, so that the cost does not grow with the table
-(docs/design.md, "Features that matter first")."""
+(docs/decisions/0014-relevance-ranked-features.md)."""
 from __future__ import annotations
 
 import numpy as np

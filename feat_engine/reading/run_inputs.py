@@ -2,7 +2,7 @@
 one class against the rest): the target statistics of the nominal columns (`target_stats.py`), the stacked model
 (`stacked_model.py`) and, for half of a regressor's members, the target's power scale (`power_target.py`).
 `predict` only applies them to the query rows, so repeated calls and the partitions of a Dask frame pay for the fits
-once (docs/design.md, "Fitted once")."""
+once (docs/decisions/0025-fitted-once.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

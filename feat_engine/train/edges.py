@@ -6,7 +6,7 @@
 `tokens` writes prior tables' column tokens, edges and pair statistics, one .npz per table (`write_tokens`;
 run one worker per core with disjoint seed ranges), and `fit` trains the head on those files (`fit_head`).
 Seeds 555,000,000 + ... are the relations benchmark's, 930,000,000 + ... the prototype's validation tables:
-keep both out of `--start` (docs/design.md, "The edge head").
+keep both out of `--start` (docs/decisions/0033-edge-head.md).
 """
 from __future__ import annotations
 
