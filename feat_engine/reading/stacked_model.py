@@ -30,6 +30,7 @@ MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
 MAX_BASIS = 2_048   # columns of the additive model's design at most with the splines (256 features); past it, none
+QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
 
 
 def basis(splines: SplineTransformer | None, x: np.ndarray) -> np.ndarray:
@@ -75,10 +76,17 @@ class StackedModel:
 
     def queries(self, x_query: np.ndarray, detail: UnclippedRows | None = None) -> np.ndarray:
         """(M,) the stacked model's column for the (M, D) standardised query rows (with their `detail` where the
-        model reads it): each row's value depends on that row alone."""
+        model reads it): each row's value depends on that row alone, to the bit: the rows are scored in blocks of
+        QUERY_ROWS, the last padded with copies of its last row, so that every row meets the same matrix kernels
+        (scored as they came, a ridge's float32 score moved by 1.2e-7 with the number of rows beside it:
+        docs/decisions/0001-query-rows-only-read.md)."""
         if self.rows is not None:
             x_query = self.rows.matrix(x_query, detail)
-        s = _score(self.model, x_query if self.design is None else self.design(x_query))
+        design = x_query if self.design is None else self.design(x_query)
+        m = len(design)
+        pad = np.concatenate([design, np.repeat(design[-1:], -m % QUERY_ROWS, axis=0)]) if m else design
+        s = np.concatenate([_score(self.model, pad[i:i + QUERY_ROWS]) for i in range(0, len(pad), QUERY_ROWS)]
+                           or [np.empty(0)])[:m]
         return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
 
 
