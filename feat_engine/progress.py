@@ -25,6 +25,7 @@ class StepCounter:
     def __init__(self, progress: Progress | None, n_runs: int, fits: int = 0):
         self.progress, self.n_runs, self.run = progress, n_runs, 0
         self._planned = {"fit": fits, "run": n_runs - fits}
+        self._mixed = 0 < fits < n_runs                       # two kinds to weigh; else every run counts alike
         self._kinds: list[str] = []
         self._timed = {"fit": [0.0, 0], "run": [0.0, 0]}      # seconds and runs ended, by kind
         self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1.0, None
@@ -34,7 +35,7 @@ class StepCounter:
         listens)."""
         if self.progress is None:
             return None
-        kind = "fit" if fit and self._planned["fit"] else "run"
+        kind = "fit" if fit and self._mixed else "run"
         with self._lock:
             i, self.run = self.run, self.run + 1
             self._kinds.append(kind)
@@ -51,7 +52,7 @@ class StepCounter:
                 if frac < self._shown:
                     return
                 self._shown = frac
-                if self._planned["fit"]:
+                if self._mixed:
                     report = (round(frac * SCALE), SCALE)
                 else:
                     report = (i * total + done, self.n_runs * total)
@@ -62,7 +63,7 @@ class StepCounter:
 
     def _share(self, i: int, within: float) -> float:
         """The stream's share done when run i is `within` through, each run weighted by its kind's seconds."""
-        if not self._planned["fit"]:
+        if not self._mixed:
             return (i + within) / max(self.n_runs, 1)
         mean = {k: s / n for k, (s, n) in self._timed.items() if n and s > 0}
         weight = {k: mean.get(k, sum(mean.values()) / len(mean) if mean else 1.0) for k in self._timed}

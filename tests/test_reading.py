@@ -16,7 +16,7 @@ from feat_engine.preprocess import TablePreprocessor, standardise
 from feat_engine.reading.blend import blend_prediction
 from feat_engine.reading.context_size import HOLDOUT, WHOLE_ROWS, choose_local_context
 from feat_engine.reading.local_parts import GROUP, OVERLAP, local_contexts
-from feat_engine.reading.members import plan_members, ranked_features
+from feat_engine.reading.members import content_order, plan_members, ranked_features
 from feat_engine.reading.power_target import fit_power_target
 from feat_engine.reading.quantile_transform import quantile_normal
 from feat_engine.reading.read_budget import ReadPlan, context_cells, plan_reading
@@ -673,7 +673,7 @@ def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
     reg.predict(X[150:])
     ctx, q = calls[0]
     assert ctx.shape == (150, 24) and q.shape == (50, 24)
-    assert np.corrcoef(ctx[:, 0], y[reg.members_[0].rows])[0, 1] > 0.9   # the first column is the view's prediction
+    assert np.corrcoef(ctx[:, 0], reg.y_[reg.members_[0].rows])[0, 1] > 0.9   # the first column is the view's prediction
     monkeypatch.undo()
     r2 = {}
     for on in (False, True):
@@ -710,9 +710,10 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     m, c = clf.members_[0], 2                   # the first member's run on class "z" against the rest
     ctx, q = calls[c]
     labels, pre = (clf.y_ == c).astype(np.int64), clf.preprocessor_
+    context = X[:240].iloc[content_order(X[:240], clf.encoder_.transform(y[:240]))]   # the rows as `fit` reads them
     x_ctx, x_q = with_target_stats(clf.context_, labels, pre.transform(X[240:], "query"),
-                                   pre.nominal_codes(X[:240]), pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_stacked_model(x_ctx, labels, True, m.seed, "auto", pre.detail(X[:240]), pre.nominal_)
+                                   pre.nominal_codes(context), pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
+    view = fit_stacked_model(x_ctx, labels, True, m.seed, "auto", pre.detail(context), pre.nominal_)
     np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]])[m.rows], atol=1e-6)
     np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.detail(X[240:])), x_q[:, m.features]]),
                                atol=1e-6)
