@@ -43,7 +43,8 @@ def read_table_bytes(data: bytes, name: str, delimiter: str = "auto", encoding: 
     Whether it fits this machine is `check_fits_machine`, checked apart (memory changes)."""
     if len(data) > max_mb * 1024 * 1024:
         raise TableError(f"{name}: {len(data) / 2**20:.0f} MB is over the {max_mb:.0f} MB upload limit.",
-                         "Upload a sample of the rows, or Parquet, which is much smaller than CSV.")
+                         "Open it by path under 'Open a file on this server' (any size that fits in memory), or "
+                         "upload a sample of the rows, or Parquet, which is much smaller than CSV.")
     loaded = load_table(data, name, delimiter, encoding)
     check_table(loaded.df, name)
     return loaded

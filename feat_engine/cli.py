@@ -24,6 +24,7 @@ from .io import (
     DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_parts, read_table, table_format, write_table,
 )
 from .predictions import Fitted, prediction_frame
+from .progress import SCALE
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
@@ -31,9 +32,10 @@ from .targets import infer_task
 
 
 def _progress(done: int, total: int, msg: str) -> None:
-    """A progress report on one line of stderr: the share done, then the message."""
-    print(f"\r[{100 * done / max(total, 1):3.0f}%] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr,
-          flush=True)
+    """A progress report on one line of stderr: done of total (a percentage where the stream reports a share of
+    the time, `progress.SCALE`), then the message."""
+    count = f"{100 * done / total:3.0f}%" if total == SCALE else f"{done}/{total}"
+    print(f"\r[{count}] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr, flush=True)
 
 
 def local_context_arg(value: str) -> int | str | None:
