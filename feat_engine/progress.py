@@ -26,7 +26,7 @@ class StepCounter:
         self.progress, self.n_runs, self.run = progress, n_runs, 0
         self._planned = {"fit": fits, "run": n_runs - fits}
         self._mixed = 0 < fits < n_runs                       # two kinds to weigh; else every run counts alike
-        self._kinds: list[str] = []
+        self._made = {"fit": 0, "run": 0}                     # callbacks made so far, by kind
         self._timed = {"fit": [0.0, 0], "run": [0.0, 0]}      # seconds and runs ended, by kind
         self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1.0, None
 
@@ -38,7 +38,8 @@ class StepCounter:
         kind = "fit" if fit and self._mixed else "run"
         with self._lock:
             i, self.run = self.run, self.run + 1
-            self._kinds.append(kind)
+            before = dict(self._made)                          # runs of each kind ahead of this one
+            self._made[kind] += 1
         began = [None]
 
         def cb(done: int, total: int, msg: str) -> None:
@@ -48,7 +49,7 @@ class StepCounter:
                 if total and done >= total:
                     self._timed[kind][0] += now - began[0]
                     self._timed[kind][1] += 1
-                frac = self._share(i, done / total if total else 1.0)
+                frac = self._share(i, kind, before, done / total if total else 1.0)
                 if frac < self._shown:
                     return
                 self._shown = frac
@@ -61,16 +62,15 @@ class StepCounter:
                 self.flush()
         return cb
 
-    def _share(self, i: int, within: float) -> float:
-        """The stream's share done when run i is `within` through, each run weighted by its kind's seconds."""
+    def _share(self, i: int, kind: str, before: dict[str, int], within: float) -> float:
+        """The stream's share done when run i (of `kind`, after `before` runs of each kind) is `within` through,
+        each run weighted by its kind's seconds."""
         if not self._mixed:
             return (i + within) / max(self.n_runs, 1)
         mean = {k: s / n for k, (s, n) in self._timed.items() if n and s > 0}
         weight = {k: mean.get(k, sum(mean.values()) / len(mean) if mean else 1.0) for k in self._timed}
-        left = {k: max(self._planned[k] - self._kinds.count(k), 0) for k in self._planned}
-        before = sum(weight[k] for k in self._kinds[:i])
-        total = sum(weight[k] for k in self._kinds) + sum(weight[k] * n for k, n in left.items())
-        return min(1.0, (before + weight[self._kinds[i]] * within) / total)
+        total = sum(weight[k] * max(self._planned[k], self._made[k]) for k in weight)
+        return min(1.0, (sum(weight[k] * n for k, n in before.items()) + weight[kind] * within) / total)
 
     def flush(self) -> None:
         """Hand the latest report to `progress`; only on the counter's own thread (elsewhere it does nothing)."""
