@@ -17,10 +17,12 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
+import feat_engine.estimators.in_context as in_context
 import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATImputer, FEATInputError, FEATRegressor, load_model
 from feat_engine.errors import FEATDataWarning
 from feat_engine.estimators import COLUMN_MEMBERS
+from feat_engine.estimators.in_context import InContextBase
 from feat_engine.inference import RunResult, uses_bf16
 from feat_engine.reading.members import plan_members
 
@@ -80,6 +82,26 @@ def test_a_shuffled_context_gives_the_same_predictions(Est):
     f = [m.predict_proba if Est is FEATClassifier else m.predict for m in fits]
     assert fits[0].members_[0].local is not None                    # the local parts' path
     np.testing.assert_allclose(f[0](frame.iloc[200:]), f[1](frame.iloc[200:]), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
+def test_query_rows_scored_in_batches_give_the_unbatched_predictions(Est, monkeypatch):
+    """predict scores QUERY_BATCH rows at a time under one progress stream; the batches change no number."""
+    X, y = data(n=300)
+    y = (y > 0).astype(int) if Est is FEATClassifier else y
+    reports = []
+    m = Est(n_estimators=2, local_context=64, progress=lambda *r: reports.append(r)).fit(X[:200], y[:200])
+    f = m.predict_proba if Est is FEATClassifier else m.predict
+    whole = f(X[200:])
+    seen, outputs = [], InContextBase._outputs
+    monkeypatch.setattr(in_context, "QUERY_BATCH", 32)
+    monkeypatch.setattr(InContextBase, "_outputs", lambda self, xq, *a: seen.append(len(xq)) or outputs(self, xq, *a))
+    reports.clear()
+    batched = f(X[200:])
+    assert seen == [32, 32, 32, 4] and m.members_[0].local is not None
+    np.testing.assert_allclose(batched, whole, rtol=1e-6, atol=1e-7)
+    done = [d / t for d, t, _ in reports]
+    assert done == sorted(done) and done[-1] == 1 and len({t for _, t, _ in reports}) == 1
 
 
 def test_the_stacked_models_column_of_a_row_does_not_move_with_the_rows_beside_it():

@@ -77,7 +77,7 @@ class FEATClassifier(ClassifierMixin, InContextBase):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(M, n_classes) class probabilities, columns in the order of `classes_`."""
-        return self._combine(self._outputs(*self._query_rows(X)), self._weight())
+        return self._predicted(X)
 
     def predict(self, X: Any) -> np.ndarray:
         """Most probable label per query row, in the labels' own type."""

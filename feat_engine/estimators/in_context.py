@@ -29,6 +29,8 @@ from . import runner
 from .base import FEATBase
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/decisions/0015-local-parts.md)
+QUERY_BATCH = 131_072   # query rows scored and combined at a time (`_predicted`): a multiple of the stacked model's
+                        # and the engine's blocks (QUERY_ROWS, the query chunk), so every row meets the same kernels
 KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
                 f"rows member by member and keeps the members up to the first that changes their predictions by "
                 f"less than {MEMBER_TOL:g} (`member_choice_`). ")
@@ -330,11 +332,23 @@ class InContextBase(FEATBase, ABC):
 
     # ----------------------------------------------------------------------------------- predict
 
-    def _outputs(self, xq: np.ndarray, detail: UnclippedRows,
-                 routes: list[np.ndarray | None]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
-        steps = StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device)
+    def _predicted(self, X: Any) -> np.ndarray:
+        """The members' combined output for every row of X, scored and combined QUERY_BATCH rows at a time under
+        one progress stream: what a call holds beyond X's preprocessed rows does not grow with their number, and
+        since a row's output depends on its own values alone, the batches change no number."""
+        xq, detail, routes = self._query_rows(X)
+        batches = [slice(i, i + QUERY_BATCH) for i in range(0, max(len(xq), 1), QUERY_BATCH)]
+        batch_routes = [[None if r is None else r[b] for r in routes] for b in batches]
+        steps = StepCounter(self.progress, sum(runner.count_runs(self.members_, r, self.device) for r in batch_routes)
                             * len(self._ovr_classes()))
+        return np.concatenate([self._combine(self._outputs(xq[b], detail[b], r, steps), self._weight())
+                               for b, r in zip(batches, batch_routes)])
+
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+                 steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
+        steps = steps or StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device)
+                                     * len(self._ovr_classes()))
         return [self._member_output(m, route, xq, detail, None, steps) for m, route in zip(self.members_, routes)]
 
     def _query_rows(self, X: Any) -> tuple[np.ndarray, UnclippedRows, list[np.ndarray | None]]:

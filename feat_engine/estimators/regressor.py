@@ -40,7 +40,7 @@ class FEATRegressor(RegressorMixin, InContextBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets in the original units, averaged over the members."""
-        z = self._combine(self._outputs(*self._query_rows(X)), self._weight())     # checks it is fitted first
+        z = self._predicted(X)     # checks it is fitted first
         return self.scaler_.inverse_transform(z)
 
     def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
