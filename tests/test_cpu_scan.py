@@ -119,7 +119,9 @@ def test_dispatch(monkeypatch):
     worker = threading.Thread(target=in_worker)
     worker.start()
     worker.join()
-    assert len(calls) == 2 and threads == [1]
+    assert len(calls) == 2 and threads == [1] and cpu_scan._threads() == 1
+    monkeypatch.setattr(cpu_scan, "PARALLEL", True)
+    assert cpu_scan._threads() == min(torch.get_num_threads(), __import__("numba").config.NUMBA_NUM_THREADS)
     m.context(u.requires_grad_())
     monkeypatch.setattr(cpu_scan, "ENABLED", False)
     with torch.no_grad():

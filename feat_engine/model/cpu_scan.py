@@ -8,7 +8,8 @@ For each column sequence c and head k, with a_t = exp(dt_t A_k), the two scans r
 so the backward stream reads its state before row t adds itself: the diagonal is counted once (forward), with
 nothing to subtract. The backward pass also applies the gate SiLU(z_t) to both streams and gives the per-row
 RMSNorm scale; W_fuse stays a torch matmul. The state is h x n x p per sequence (8 KB at the shipped sizes),
-in cache for the whole scan, so the work is 4 multiply-adds per state entry and row, with no chunk tensors.
+in cache for the whole scan: a multiply and two multiply-adds per state entry, row and direction, and no
+chunk tensors.
 
 The kernel is compiled on first use (cached on disk by numba). `context` gives what `AFBM.context` gives, to
 fp32 rounding (tests/test_cpu_scan.py); the PyTorch path stays the fallback and the training path.
@@ -28,8 +29,12 @@ from torch import Tensor
 if TYPE_CHECKING:
     from .afbm import AFBM
 
-# FEAT_CPU_KERNELS=0 keeps the PyTorch path (for A/B measurements, or a numba that misbehaves)
+# FEAT_CPU_KERNELS=0 keeps the PyTorch path (for A/B measurements, or a numba that misbehaves); =parallel lets a
+# run on the main thread spread its column sequences over torch's threads. Off by default: once numba's thread
+# pool has run (its OpenMP layer where libgomp is found), a forked child that runs the kernel again hangs (seen
+# with numba 0.68), and `inference.map_runs` already puts the parts of a context on all cores, a run a thread.
 ENABLED = os.environ.get("FEAT_CPU_KERNELS", "1") != "0"
+PARALLEL = os.environ.get("FEAT_CPU_KERNELS") == "parallel"
 
 
 def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover - compiled by numba
@@ -97,7 +102,7 @@ def _kernels() -> tuple[Any, Any] | None:
         import numba
     except ImportError:
         return None
-    opts = dict(nogil=True, cache=True, fastmath=True, error_model="numpy")
+    opts = dict(nogil=True, cache=True, fastmath={"contract", "reassoc"}, error_model="numpy")
     out = []
     for name, parallel in (("_scan_serial", False), ("_scan_parallel", True)):
         fn = type(_scan)(_scan.__code__, dict(_scan.__globals__, prange=numba.prange), name)
@@ -117,10 +122,10 @@ def usable(u: Tensor) -> bool:
 
 
 def _threads() -> int:
-    """Threads for the kernel: torch's count on the main thread, else 1. The numba thread pool is then only
-    ever entered from one thread (its default layer aborts on concurrent entry); `inference.map_runs`'
+    """Threads for the kernel: 1, or with `PARALLEL` torch's count on the main thread. The numba thread pool is
+    then only ever entered from one thread (its workqueue layer aborts on concurrent entry); `inference.map_runs`'
     workers, one engine run each, run the serial kernel side by side (it releases the GIL)."""
-    if threading.current_thread() is not threading.main_thread():
+    if not PARALLEL or threading.current_thread() is not threading.main_thread():
         return 1
     import numba
     return max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
@@ -152,7 +157,6 @@ def context(m: AFBM, u: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         import numba
         numba.set_num_threads(threads)
     kernel(_np(x.flatten(2)), _np(dt), _np(torch.exp(dt * A)), _np(B), _np(C), _np(m.D.repeat_interleave(p)),
-           _np(gate), float(eps),
-           y.numpy(), scale.numpy(), s_f.numpy(), s_b.numpy())
+           _np(gate), float(eps), y.numpy(), scale.numpy(), s_f.numpy(), s_b.numpy())
     out = F.linear(y.view(b, N, 2 * h * p), m.fuse.weight * m.norm.weight)
     return torch.addcmul(m.fuse.bias, out, scale.unsqueeze(-1)), (s_f, s_b)
