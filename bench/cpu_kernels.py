@@ -87,7 +87,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if not cpu_scan.available():
-        raise SystemExit("numba is not installed: pip install '.[cpu-kernels]'")
+        raise SystemExit("numba is not installed: pip install 'numba>=0.60,<1'")
     print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
     print("| case | precision | PyTorch path, median (min) | kernel, median (min) | old / new |")
     print("| :--- | :--- | ---: | ---: | ---: |")

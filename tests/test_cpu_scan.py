@@ -36,15 +36,14 @@ def make_afbm(seed: int, sizes: dict) -> AFBM:
     return m
 
 
-def kernel_streams(m: AFBM, u: Tensor, parallel: bool = False):
+def kernel_streams(m: AFBM, u: Tensor):
     """The raw kernel's outputs: gated streams (b, N, 2, h, p), norm scale (b, N), final states."""
-    serial, par = cpu_scan._kernels()
     z, x, B, C, dt = m._project(u)
     b, N, h, p = x.shape
     y, scale = np.empty((b, N, 2, h * p), np.float32), np.empty((b, N), np.float32)
     s_f, s_b = (np.empty((b, h, p, m.d_state), np.float32) for _ in range(2))
     A = -torch.exp(m.A_log.float())
-    (par if parallel else serial)(
+    cpu_scan._kernel()(
         cpu_scan._np(x.flatten(2)), cpu_scan._np(dt), cpu_scan._np(torch.exp(dt * A)), cpu_scan._np(B),
         cpu_scan._np(C), cpu_scan._np(m.D.repeat_interleave(p)), cpu_scan._np(F.silu(z)), 1e-6,
         y, scale, s_f, s_b)
@@ -84,12 +83,15 @@ def test_context_and_query_read_match_the_oracles(sizes):
     assert rel_err(q, afbm_query_dense(m, u, u_q)) < 1e-5
 
 
-def test_parallel_kernel_equals_the_serial_one():
+def test_sequences_split_over_threads_give_the_one_thread_result(monkeypatch):
     m = make_afbm(4, SHIPPED)
     u = torch.randn(5, 50, 128, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        a, b = kernel_streams(m, u), kernel_streams(m, u, parallel=True)
-    assert all(torch.equal(s, t) for s, t in zip(a, b))
+        monkeypatch.setattr(cpu_scan, "_threads", lambda: 1)
+        one = m.context(u, backend="numba")
+        monkeypatch.setattr(cpu_scan, "_threads", lambda: 3)
+        three = m.context(u, backend="numba")
+    assert torch.equal(one[0], three[0]) and all(torch.equal(s, t) for s, t in zip(one[1], three[1]))
 
 
 def test_bf16_autocast_is_no_further_from_fp64_than_the_torch_path():
@@ -103,7 +105,7 @@ def test_bf16_autocast_is_no_further_from_fp64_than_the_torch_path():
 
 
 def test_dispatch(monkeypatch):
-    """'auto' takes the kernel on a CPU without gradients, on the main thread and in a worker (serial there);
+    """'auto' takes the kernel on a CPU without gradients, on the main thread and in a worker (one thread there);
     with gradients, or FEAT_CPU_KERNELS=0 (`ENABLED`), the PyTorch path."""
     m = make_afbm(6, SMALL)
     u = torch.randn(2, 9, 16)
@@ -121,9 +123,7 @@ def test_dispatch(monkeypatch):
     worker = threading.Thread(target=in_worker)
     worker.start()
     worker.join()
-    assert len(calls) == 2 and threads == [1] and cpu_scan._threads() == 1
-    monkeypatch.setattr(cpu_scan, "PARALLEL", True)
-    assert cpu_scan._threads() == min(torch.get_num_threads(), __import__("numba").config.NUMBA_NUM_THREADS)
+    assert len(calls) == 2 and threads == [1] and cpu_scan._threads() == torch.get_num_threads()
     m.context(u.requires_grad_())
     monkeypatch.setattr(cpu_scan, "ENABLED", False)
     with torch.no_grad():

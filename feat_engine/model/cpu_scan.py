@@ -1,4 +1,4 @@
-"""AFBM's context pass at inference on a CPU, as one numba kernel (optional extra `cpu-kernels`).
+"""AFBM's context pass at inference on a CPU, as one numba kernel.
 
 For each column sequence c and head k, with a_t = exp(dt_t A_k), the two scans run row by row in fp32:
 
@@ -11,7 +11,8 @@ RMSNorm scale; W_fuse stays a torch matmul. The state is h x n x p per sequence 
 in cache for the whole scan: a multiply and two multiply-adds per state entry, row and direction, and no
 chunk tensors.
 
-The kernel is compiled on first use (cached on disk by numba). `context` gives what `AFBM.context` gives, to
+The kernel is compiled on first use (cached on disk by numba); a call's column sequences are split over torch's
+threads on the main thread, and run on one thread in `inference.map_runs`' workers. `context` gives what `AFBM.context` gives, to
 fp32 rounding (tests/test_cpu_scan.py); the PyTorch path stays the fallback and the training path.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,12 +31,8 @@ from torch import Tensor
 if TYPE_CHECKING:
     from .afbm import AFBM
 
-# FEAT_CPU_KERNELS=0 keeps the PyTorch path (for A/B measurements, or a numba that misbehaves); =parallel lets a
-# run on the main thread spread its column sequences over torch's threads. Off by default: once numba's thread
-# pool has run (its OpenMP layer where libgomp is found), a forked child that runs the kernel again hangs (seen
-# with numba 0.68), and `inference.map_runs` already puts the parts of a context on all cores, a run a thread.
+# FEAT_CPU_KERNELS=0 keeps the PyTorch path (for A/B measurements, or a numba that misbehaves)
 ENABLED = os.environ.get("FEAT_CPU_KERNELS", "1") != "0"
-PARALLEL = os.environ.get("FEAT_CPU_KERNELS") == "parallel"
 
 
 def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover - compiled by numba
@@ -45,7 +43,7 @@ def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover
     nb, L, hp = x.shape
     h, n = dt.shape[2], B.shape[2]
     p = hp // h
-    for c in prange(nb):  # noqa: F821 - numba's prange, given at compile time
+    for c in range(nb):
         H = np.zeros((n, hp), np.float32)
         av = np.empty(hp, np.float32)                        # a_t and dt_t x_t per lane
         xd = np.empty(hp, np.float32)
@@ -96,24 +94,18 @@ def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover
 
 
 @functools.lru_cache(maxsize=1)
-def _kernels() -> tuple[Any, Any] | None:
-    """(serial, parallel over the column sequences) compiled versions of `_scan`, or None without numba."""
+def _kernel() -> Any | None:
+    """`_scan` compiled (it releases the GIL, so threads run it side by side), or None without numba."""
     try:
         import numba
     except ImportError:
         return None
-    opts = dict(nogil=True, cache=True, fastmath={"contract", "reassoc"}, error_model="numpy")
-    out = []
-    for name, parallel in (("_scan_serial", False), ("_scan_parallel", True)):
-        fn = type(_scan)(_scan.__code__, dict(_scan.__globals__, prange=numba.prange), name)
-        fn.__qualname__ = name             # its own cache file: numba's cache key does not hold `parallel`
-        out.append(numba.njit(parallel=parallel, **opts)(fn))
-    return out[0], out[1]
+    return numba.njit(nogil=True, cache=True, fastmath={"contract", "reassoc"}, error_model="numpy")(_scan)
 
 
 def available() -> bool:
-    """Whether numba imports (pip install '.[cpu-kernels]')."""
-    return _kernels() is not None
+    """Whether numba imports."""
+    return _kernel() is not None
 
 
 def usable(u: Tensor) -> bool:
@@ -122,13 +114,9 @@ def usable(u: Tensor) -> bool:
 
 
 def _threads() -> int:
-    """Threads for the kernel: 1, or with `PARALLEL` torch's count on the main thread. The numba thread pool is
-    then only ever entered from one thread (its workqueue layer aborts on concurrent entry); `inference.map_runs`'
-    workers, one engine run each, run the serial kernel side by side (it releases the GIL)."""
-    if not PARALLEL or threading.current_thread() is not threading.main_thread():
-        return 1
-    import numba
-    return max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    """Threads to split a call's column sequences over: torch's count on the main thread; one in
+    `inference.map_runs`' workers, which already run one engine run each on every core."""
+    return torch.get_num_threads() if threading.current_thread() is threading.main_thread() else 1
 
 
 def _np(t: Tensor):
@@ -141,22 +129,27 @@ def context(m: AFBM, u: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     states (b, h, p, n) fp32. The projection and W_fuse are torch matmuls (bf16 under autocast, as in the
     PyTorch path); everything between them runs in fp32."""
     if not available():
-        raise RuntimeError("the CPU kernel needs numba (pip install '.[cpu-kernels]')")
-    serial, parallel = _kernels()
+        raise RuntimeError("the CPU kernel needs numba (pip install 'numba>=0.60,<1')")
     z, x, B, C, dt = m._project(u)
     A = -torch.exp(m.A_log.detach().float())
     b, N, h, p = x.shape
     y = torch.empty(b, N, 2, h * p)
     scale = torch.empty(b, N)
     s_f, s_b = torch.empty(b, h, p, m.d_state), torch.empty(b, h, p, m.d_state)
-    gate = F.silu(z.float())
     eps = m.norm.eps or torch.finfo(torch.float32).eps
-    threads = _threads()
-    kernel = serial if threads == 1 or b == 1 else parallel
-    if kernel is parallel:
-        import numba
-        numba.set_num_threads(threads)
-    kernel(_np(x.flatten(2)), _np(dt), _np(torch.exp(dt * A)), _np(B), _np(C), _np(m.D.repeat_interleave(p)),
-           _np(gate), float(eps), y.numpy(), scale.numpy(), s_f.numpy(), s_b.numpy())
+    inputs = [_np(t) for t in (x.flatten(2), dt, torch.exp(dt * A), B, C)]
+    shared = [_np(m.D.repeat_interleave(p))]
+    gate = _np(F.silu(z.float()))
+    outputs = [t.numpy() for t in (y, scale, s_f, s_b)]
+
+    def scan(rows: slice) -> None:
+        _kernel()(*[a[rows] for a in inputs], *shared, gate[rows], float(eps), *[a[rows] for a in outputs])
+
+    splits = np.array_split(np.arange(b), min(_threads(), b))
+    if len(splits) == 1:
+        scan(slice(0, b))
+    else:
+        with ThreadPoolExecutor(len(splits)) as pool:
+            list(pool.map(scan, [slice(int(r[0]), int(r[-1]) + 1) for r in splits]))
     out = F.linear(y.view(b, N, 2 * h * p), m.fuse.weight * m.norm.weight)
     return torch.addcmul(m.fuse.bias, out, scale.unsqueeze(-1)), (s_f, s_b)
