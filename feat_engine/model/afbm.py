@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
+from . import cpu_scan
 from .kernels import selective_scan
 
 # sequences longer than LONG chunks are scanned with chunks twice as long: the same result, and faster
@@ -97,7 +98,11 @@ class AFBM(nn.Module):
         return torch.addcmul(self.fuse.bias, F.linear(y, self.fuse.weight * self.norm.weight), scale)
 
     def context(self, u: Tensor, backend: str = "auto") -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """Scan the context rows both ways. Returns the output and the final (forward, backward) states."""
+        """Scan the context rows both ways. Returns the output and the final (forward, backward) states.
+        On a CPU without gradients, 'auto' runs the fused numba kernel where numba imports (`cpu_scan`);
+        'numba' asks for it, 'torch' for the PyTorch path, which `selective_scan` serves otherwise."""
+        if backend == "numba" or (backend == "auto" and cpu_scan.usable(u)):
+            return cpu_scan.context(self, u)
         z, x, B, C, dt = self._project(u)
         A = -torch.exp(self.A_log.float())
         q = self.chunk_size if u.shape[1] <= LONG * self.chunk_size else 2 * self.chunk_size

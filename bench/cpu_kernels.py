@@ -1,0 +1,105 @@
+"""AFBM's context pass through the numba kernel (feat_engine/model/cpu_scan.py) against the PyTorch path, A/B/A/B
+in one process on the same threads: (a) AFBM.context alone on 21 columns, taken 4 at a time as an engine run
+takes them, (b) one engine run of a local part's shape, (c) one-member fit + predict_proba of FEATClassifier
+without the stacked model and the blend, one run on the whole context. Prints a markdown table; writes nothing.
+
+    taskset -c 1 python bench/cpu_kernels.py --threads 1 --cases a,b
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from feat_engine import FEATClassifier
+from feat_engine.checkpoint import load_model
+from feat_engine.config import InferenceConfig
+from feat_engine.inference import autocast, cpu_name, run
+from feat_engine.model import cpu_scan
+
+
+def table(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """n rows of d standard normal features and a binary label from a noisy linear rule."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    y = (x @ rng.standard_normal(d) + rng.standard_normal(n) > 0).astype(np.int64)
+    return x, y
+
+
+def case_context(rows: int, bf16: bool):
+    """AFBM.context of block 0 on 21 columns of `rows` rows, 4 columns a call."""
+    mixer = load_model().blocks[0].mixer
+    u = torch.randn(21, rows, mixer.fuse.out_features, generator=torch.Generator().manual_seed(0))
+
+    def go():
+        with torch.no_grad(), autocast(torch.device("cpu"), bf16):
+            for j in range(0, 21, 4):
+                mixer.context(u[j:j + 4])
+    return go
+
+
+def case_run(bf16: bool, rows: int = 1024, features: int = 20, queries: int = 128):
+    """One engine run of a local part's shape (the stacked model's column makes the 20 features 21 tokens)."""
+    x, y = table(rows + queries, features)
+    model, cfg = load_model(), InferenceConfig(autocast_bf16=bf16)
+    return lambda: run(model, x[:rows], y[:rows].astype(np.float32), x[rows:], "classification", 2, cfg=cfg,
+                       device="cpu")
+
+
+def case_estimator(bf16: bool, rows: int = 8192, features: int = 20, queries: int = 2000):
+    """FEATClassifier(n_estimators=1, local_context=None, view=None, blend=False): fit + predict_proba."""
+    x, y = table(rows + queries, features)
+    est = FEATClassifier(n_estimators=1, local_context=None, view=None, blend=False, device="cpu",
+                         precision="bf16" if bf16 else "fp32")
+    return lambda: est.fit(x[:rows], y[:rows]).predict_proba(x[rows:])
+
+
+CASES = {
+    "a": [(f"AFBM.context, 21 cols x {r:,} rows", lambda bf16, r=r: case_context(r, bf16)) for r in (1024, 8192)],
+    "b": [("engine run, 1,024 ctx x 20 feat, 128 queries", case_run)],
+    "c": [("FEATClassifier 1 member, 8,192 ctx x 20 feat, 2,000 queries", case_estimator)],
+}
+
+
+def ab(fn, reps: int) -> dict[bool, list[float]]:
+    """Seconds of `fn` with the kernel off and on, interleaved A/B/A/B after one warm-up call each."""
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for rep in range(reps + 1):
+        for on in (False, True):
+            cpu_scan.ENABLED = on
+            t = time.perf_counter()
+            fn()
+            if rep:
+                times[on].append(time.perf_counter() - t)
+    cpu_scan.ENABLED = True
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=1, help="torch's (and numba's) threads (default 1)")
+    ap.add_argument("--cases", default="a,b,c", help="which of a, b, c (default all)")
+    ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--reps", type=int, default=5, help="timed calls per variant (default 5; c: 2)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    if not cpu_scan.available():
+        raise SystemExit("numba is not installed: pip install 'numba>=0.60,<1'")
+    print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
+    print("| case | precision | PyTorch path, median (min) | kernel, median (min) | old / new |")
+    print("| :--- | :--- | ---: | ---: | ---: |")
+    for key in args.cases.split(","):
+        for name, make in CASES[key]:
+            for prec in args.precisions.split(","):
+                t = ab(make(prec == "bf16"), 2 if key == "c" and args.reps > 2 else args.reps)
+                old, new = (np.median(t[k]) * 1e3 for k in (False, True))
+                cell = lambda k: f"{np.median(t[k]) * 1e3:,.1f} ms ({min(t[k]) * 1e3:,.1f})"  # noqa: E731
+                print(f"| {name} | {prec} | {cell(False)} | {cell(True)} | {old / new:.2f}x |", flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
