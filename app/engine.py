@@ -65,12 +65,21 @@ def _call(fn, *args, **kwargs) -> Outcome:
 def reading_plan(task: str, params: dict, n_rows: int, n_features: int, n_classes: int = 0) -> ReadPlan:
     """What FEAT's estimator with these settings reads of a table of n_rows example rows: its members and rows per
     member within the estimators' reading budget (`read_budget`), the one rule the engine applies at fit."""
-    if task == "classification":
-        est = fe.FEATClassifier(**_kwargs(params, None))
-        runs = n_classes if n_classes > 2 and est.multiclass == "ovr" else 1
-    else:
-        est, runs = fe.FEATRegressor(**_kwargs(params, None)), 1
-    return est.read_plan(max(n_rows, 2), n_features, runs)
+    est = (fe.FEATClassifier if task == "classification" else fe.FEATRegressor)(**_kwargs(params, None))
+    return est.read_plan(max(n_rows, 2), n_features, runs_per_member(task, params, n_classes))
+
+
+def runs_per_member(task: str, params: dict, n_classes: int) -> int:
+    """Engine runs a member makes on the same rows: one per class where each class is read against the rest."""
+    one_vs_rest = task == "classification" and fe.FEATClassifier(**_kwargs(params, None)).multiclass == "ovr"
+    return n_classes if one_vs_rest and n_classes > 2 else 1
+
+
+def predict_share(plan: ReadPlan, n_features: int, n_rows: int, runs: int) -> float:
+    """How long predicting n_rows takes against the fit that reads `plan`: the rows the engine predicts (each in
+    every member and run) over the example rows it reads at fit, a row costing about as much either way (decision
+    0006); the fit's own measured pace then gives the seconds (docs/decisions/0038-app.md)."""
+    return n_rows * plan.members * runs / max(1.0, plan.cells / (n_features + 1))
 
 
 def _kwargs(params: dict, progress: Progress | None) -> dict:

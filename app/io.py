@@ -27,10 +27,11 @@ from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
 MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
-# peak RSS per table cell of a Predict run beside the engine, measured with one member and each further member
-# reading every row (docs/decisions/0040-app-memory-check.md: 400 and 1,150 bytes at one and four members), x 1.3
-CELL_BYTES = 520
-MEMBER_CELL_BYTES = 325
+# The memory model: the peak RSS of Predict's Evaluate above the loaded table is RUN_BYTES[0] + RUN_BYTES[1] per table
+# cell + RUN_BYTES[2] per context cell the engine reads (the reading plan's), the least-squares fit of `python
+# bench/memory.py` (docs/decisions/0040-app-memory-check.md), times MEMORY_MARGIN
+RUN_BYTES = (487e6, 30.0, 82.0)
+MEMORY_MARGIN = 1.3
 
 TYPES = ("numeric", "categorical", "ignore")
 
@@ -57,7 +58,7 @@ def read_source(source: str, sql: bool = False, delimiter: str = "auto",
     checked as an upload is (`check_table`). With the stamp of the files it read, taken before reading them,
     so that a file changed while it was read shows as changed."""
     stamp = sources.source_stamp(source, sql)
-    loaded = sources.run_sql(source) if sql else sources.open_path(source, delimiter, encoding)
+    loaded = sources.run_sql(source, delimiter, encoding) if sql else sources.open_path(source, delimiter, encoding)
     check_table(loaded.df, loaded.name, query=sql)
     return loaded, stamp
 
@@ -109,16 +110,21 @@ def available_memory() -> int:
             return 8 << 30
 
 
+def read_cells(n_rows: int, n_cols: int, local_context: int | None = LOCAL_CONTEXT) -> int:
+    """The context cells the engine reads at the estimators' defaults on a table of n_rows x n_cols (the reading
+    budget's plan, `feat_engine.reading.read_budget.plan_reading`): the memory model's third term."""
+    return plan_reading(max(n_rows, 1), n_cols + 1, 1, 4, None, local_context, READ_CELLS).cells
+
+
 def estimated_bytes(n_rows: int, n_cols: int, d_model: int = 128, local_context: int | None = LOCAL_CONTEXT) -> int:
-    """Peak memory of a FEAT run on the table at the estimators' defaults: CELL_BYTES per table cell (the frame, its
-    preprocessed copies, target statistics, the classical models, which read every row), MEMBER_CELL_BYTES per cell
-    that each further member reads (the engine's reading budget sets the members and their rows:
-    `feat_engine.reading.read_budget.plan_reading`), and the engine's own peak for the context rows one run reads
-    (`feat_engine.inference.run_bytes`)."""
+    """Peak memory of a FEAT run on the table at the estimators' defaults, above the table: the memory model
+    (RUN_BYTES: a fixed part, the table's cells, which the preprocessing and the classical models read whole, and
+    the context cells the engine reads) times MEMORY_MARGIN, plus the engine's own peak for the context rows one
+    run reads (`feat_engine.inference.run_bytes`: small in local parts, a copy of the tokens of a whole context)."""
+    fixed, per_cell, per_read = RUN_BYTES
     plan = plan_reading(max(n_rows, 1), n_cols + 1, 1, 4, None, local_context, READ_CELLS)
-    run_rows = rows_per_run(plan.rows, local_context)
-    return int(n_rows * n_cols * CELL_BYTES + (plan.members - 1) * plan.rows * n_cols * MEMBER_CELL_BYTES
-               + run_bytes(run_rows, n_cols, d_model))
+    model = fixed + per_cell * n_rows * n_cols + per_read * read_cells(n_rows, n_cols, local_context)
+    return int(MEMORY_MARGIN * model + run_bytes(rows_per_run(plan.rows, local_context), n_cols, d_model))
 
 
 def rows_that_fit(n_cols: int, available: int, d_model: int = 128) -> int:

@@ -242,10 +242,11 @@ def progress_words(message: str) -> str:
     return message
 
 
-def progress_callback(bar, prefix: str = ""):
+def progress_callback(bar, prefix: str = "", after: float = 0.0):
     """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
     `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
-    before the first colon; the engine's share is one of the time, `StepCounter`), before that the time so far."""
+    before the first colon; the engine's share is one of the time, `StepCounter`; and the steps after it, expected
+    to take `after` times this phase's time), before that the time so far."""
     clock = {"phase": None, "start": time.monotonic()}
 
     def cb(done: int, total: int, message: str = "") -> None:
@@ -257,7 +258,7 @@ def progress_callback(bar, prefix: str = ""):
         text = progress_words(message)
         elapsed = time.monotonic() - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
-            text += f" (about {seconds_text(elapsed * (1 - frac) / frac)} left)"
+            text += f" (about {seconds_text(elapsed * (1 - frac + after) / frac)} left)"
         elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
             text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])

@@ -4,8 +4,9 @@ For each table size (rows x columns), a fresh Python process builds the table as
 every fifth column a 6-level text column, a yes/no target: `tests/app_driver.write_wide_csv`'s generator), notes
 its resident memory, then runs what Predict's Evaluate runs through `app/engine.py` at the view's defaults (the
 first answer, then fit and predict on a 75/25 split) and reports the peak resident memory above that note
-(`resource.getrusage`). A least-squares line through the points, bytes = a + b x cells, is the memory model;
-`app/io.py` `RUN_BYTES_FIXED` and `RUN_BYTES_PER_CELL` hold its coefficients, with the margin said there.
+(`resource.getrusage`). The least-squares fit of bytes = a + b x table cells + c x the context cells the engine
+reads (the reading plan's, `app/io.py` `read_cells`) through the points is the memory model; `app/io.py`
+`RUN_BYTES` holds its coefficients, with the margin said there.
 
     python bench/memory.py                                  # 10k, 100k and 1M rows x 20 columns; 100k x 10 and 50
     python bench/memory.py --sizes 10000x20,100000x20
@@ -27,6 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from app import io as aio  # noqa: E402
+
 SIZES = "10000x20,100000x20,1000000x20,100000x10,100000x50"
 CHILD = r"""
 import json, resource, sys, time
@@ -58,6 +62,11 @@ print(json.dumps({{"rows": n, "cols": d, "cells": n * d, "base": base, "peak": p
 """
 
 
+def estimated(rec: dict) -> int:
+    """What the app's memory check (`app/io.py` `estimated_bytes`, with its margin) says the run needs."""
+    return aio.estimated_bytes(rec["rows"], rec["cols"] - 1)
+
+
 def measure(args) -> list[dict]:
     recs = []
     for size in args.sizes.split(","):
@@ -71,35 +80,46 @@ def measure(args) -> list[dict]:
     return recs
 
 
-def fit_line(recs: list[dict]) -> tuple[float, float]:
-    """(a, b) of extra bytes = a + b x cells, least squares."""
-    cells = np.array([r["cells"] for r in recs], float)
-    extra = np.array([r["extra"] for r in recs], float)
-    b, a = np.polyfit(cells, extra, 1)
-    return float(a), float(b)
+def terms(rec: dict) -> list[float]:
+    """The memory model's terms for a measured table: 1, its feature cells, the context cells the engine reads."""
+    n, features = rec["rows"], rec["cols"] - 1
+    return [1.0, float(n * features), float(aio.read_cells(n, features))]
+
+
+def fit_model(recs: list[dict]) -> tuple[float, float, float]:
+    """(a, b, c) of extra bytes = a + b x table cells + c x cells read, least squares."""
+    coef, *_ = np.linalg.lstsq(np.array([terms(r) for r in recs]), np.array([r["extra"] for r in recs], float),
+                               rcond=None)
+    return tuple(float(v) for v in coef)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default=SIZES, help="rows x columns, comma-separated")
+    p.add_argument("--replot", default=None, help="a results JSON of an earlier run: fit and write it again")
     C.add_common_args(p, section="memory")
     args = p.parse_args(argv)
     command, started, t0 = C.command_line("memory.py", argv), C.now(), time.perf_counter()
     info = C.machine()
-    recs = measure(args)
-    a, b = fit_line(recs)
-    rows = [[f"{r['rows']:,} × {r['cols']}", f"{r['cells']:,}", f"{r['extra'] / 2**30:.2f}",
-             f"{(a + b * r['cells']) / 2**30:.2f}", f"{r['members']} × {r['rows_read']:,}", f"{r['seconds']:,.0f}"]
+    if args.replot:             # the earlier run's measurements and provenance, fitted again
+        old = json.loads(Path(args.replot).read_text())
+        recs, command, started, info = old["runs"], old["command"], old["started"], old["machine"]
+        t0 -= sum(r["seconds"] for r in recs)
+    else:
+        recs = measure(args)
+    coef = fit_model(recs)
+    rows = [[f"{r['rows']:,} × {r['cols']}", f"{terms(r)[2]:,.0f}", f"{r['extra'] / 2**30:.2f}",
+             f"{np.dot(coef, terms(r)) / 2**30:.2f}", f"{estimated(r) / 2**30:.2f}", f"{r['seconds']:,.0f}"]
             for r in recs]
     body = ["## The app's memory model", "",
-            "Peak resident memory of Predict's Evaluate run (first answer, fit, predict) above the loaded table, "
-            "at the view's defaults; the line through them is the app's memory model.", "",
-            *C.markdown_table(["table", "cells", "measured GiB", "line GiB", "FEAT read (members × rows)", "s"],
-                              rows), "",
-            f"Line: extra bytes = {a:,.0f} + {b:,.1f} × cells.", "", *C.provenance(command, started, info,
-                                                                                   time.perf_counter() - t0)]
+            *C.wrap("Peak resident memory of Predict's Evaluate run (first answer, fit, predict) above the loaded "
+                    "table, at the view's defaults. The model, the least-squares fit, is extra bytes = "
+                    f"{coef[0]:,.0f} + {coef[1]:,.1f} × feature cells + {coef[2]:,.1f} × the context cells the engine "
+                    "reads; the app's check adds its margin (`app/io.py`)."), "",
+            *C.markdown_table(["table", "cells read", "measured GiB", "model GiB", "app's check GiB", "s"], rows), "",
+            *C.provenance(command, started, info, time.perf_counter() - t0)]
     C.finish("memory", body, args, {"command": command, "started": started, "machine": info, "runs": recs,
-                                    "line": {"fixed": a, "per_cell": b}})
+                                    "model": dict(zip(("fixed", "per_cell", "per_read"), coef))})
     return 0
 
 

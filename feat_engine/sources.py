@@ -27,6 +27,7 @@ from .io import Loaded, load_table, names_parts, parquet_parts, parts_schema, ta
 
 QUERY_STARTS = ("select", "with", "from", "values", "(")   # the first word of a query run_sql runs
 _QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")   # 'a string' or "an identifier" in SQL
+_TEXT_TABLE = re.compile(r"\b(from|join)(\s+)'((?:[^']|'')*)'", re.IGNORECASE)   # FROM 'a file' or JOIN 'a file'
 
 Stamp = tuple[tuple[str, int, int], ...]
 
@@ -111,11 +112,32 @@ def _first_word(query: str) -> str:
     return "(" if word.startswith("(") else word
 
 
-def run_sql(query: str) -> Loaded:
+def _text_tables(con: duckdb.DuckDBPyConnection, query: str, delimiter: str, encoding: str) -> str:
+    """The query with each text file it reads as a table (FROM or JOIN 'file.csv') read by `load_table`, the
+    upload's reader, and registered with the connection under the file's stem (DuckDB's own name for it, made
+    unique): the query then sees the values that opening the file shows, where DuckDB's sniffer would read a
+    column of yes and no as booleans."""
+    names: dict[str, str] = {}
+
+    def read(m: re.Match) -> str:
+        path = os.path.expanduser(m[3].replace("''", "'"))
+        if not Path(path).is_file() or table_format(path) not in ("csv", "tsv"):
+            return m[0]
+        if path not in names:
+            stem, taken = Path(path).stem, set(names.values())
+            names[path] = next(n for n in [stem] + [f"{stem}_{i}" for i in range(2, len(names) + 3)] if n not in taken)
+            con.register(names[path], load_table(Path(path).read_bytes(), path, delimiter, encoding).df)
+        return f"{m[1]}{m[2]}{_quoted(names[path])}"
+    return _TEXT_TABLE.sub(read, query)
+
+
+def run_sql(query: str, delimiter: str = "auto", encoding: str = "auto") -> Loaded:
     """The result of one SQL query (SELECT, WITH ... SELECT, or DuckDB's FROM ...) over files on this machine,
-    run by DuckDB in a fresh in-memory connection, which reads only the columns and rows the query needs.
-    TableError for anything but a single query (COPY, ATTACH, INSTALL, SET, writes, several statements), for
-    DuckDB's parser and binder errors (quoted) and for a result without rows."""
+    run by DuckDB in a fresh in-memory connection, which reads only the columns and rows the query needs of
+    Parquet files; a CSV or TSV file it names after FROM or JOIN is read as opening it reads it (`_text_tables`,
+    `delimiter` and `encoding` as for `open_path`). TableError for anything but a single query (COPY, ATTACH,
+    INSTALL, SET, writes, several statements), for DuckDB's parser and binder errors (quoted) and for a result
+    without rows."""
     text = query.strip()
     shown = " ".join(text.split())
     what = f"SQL query {shown[:120] + (' ...' if len(shown) > 120 else '')!r}"
@@ -129,7 +151,7 @@ def run_sql(query: str) -> Loaded:
         if statements[0].type != duckdb.StatementType.SELECT or word not in QUERY_STARTS:
             raise TableError(f"{what}: {word.upper()} statements are not run here, only a query that reads files.",
                              "Write one SELECT query, such as SELECT a, b FROM 'data/*.parquet' WHERE c > 3.")
-        df = con.sql(text).df()
+        df = con.sql(_text_tables(con, text, delimiter, encoding)).df()
     if df.shape[0] == 0:
         raise TableError(f"{what}: returns no rows (columns {', '.join(map(repr, df.columns[:8]))}).",
                          "Loosen the WHERE clause, or check that the files it reads hold rows.")

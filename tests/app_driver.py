@@ -120,9 +120,10 @@ def pick_target(page, name: str) -> None:
     wait_idle(page)
 
 
-def write_wide_csv(path: Path, rows: int, features: int = 19, seed: int = 0) -> int:
+def write_wide_csv(path: Path, rows: int, features: int = 19, seed: int = 0, empty: float = 0.0) -> int:
     """A generated CSV of `rows` rows: `features` columns (numbers, every fifth a 6-level text column) and a
-    binary text target `y` that depends on a few of them. Returns the file size in bytes."""
+    binary text target `y` that depends on a few of them; a share `empty` of the cells of x3 (numbers) and x4
+    (text) left empty. Returns the file size in bytes."""
     import numpy as np
     import pandas as pd
 
@@ -133,6 +134,8 @@ def write_wide_csv(path: Path, rows: int, features: int = 19, seed: int = 0) -> 
         df[f"x{i}"] = np.asarray(["north", "south", "east", "west", "up", "down"])[(x[:, i] * 2 + 3).clip(0, 5).astype(int)]
     y = x[:, 0] + 0.5 * x[:, 1] * x[:, 2] + 0.3 * (df["x4"] == "north") + 0.5 * rng.standard_normal(rows)
     df["y"] = np.where(y > 0, "yes", "no")
+    for c in ["x3", "x4"] if empty else []:
+        df.loc[rng.random(rows) < empty, c] = np.nan
     df.to_csv(path, index=False)
     return path.stat().st_size
 

@@ -103,6 +103,12 @@ def _saved(download, folder: Path) -> Path:
     return path
 
 
+# the labels of the score cards that their card cuts short (an ellipsis: the text is wider than its box)
+CUT_CARDS = """() => [...document.querySelectorAll('[data-testid="stMetricLabel"]')]
+    .filter(e => [e, ...e.querySelectorAll('*')].some(n => n.scrollWidth > n.clientWidth + 1))
+    .map(e => e.innerText)"""
+
+
 def cut_labels(browser, report: Path) -> list[str]:
     """The axis labels and titles that a downloaded report draws past its figures' edges, opened offline in a
     1,280-px window."""
@@ -142,6 +148,10 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
     acc = [m for m in metrics if m.startswith("FEAT accuracy")]
     assert acc and 0.0 <= _number(acc[0]) <= 1.0, metrics
+    page.set_viewport_size({"width": 1280, "height": 1100})                 # the score cards' labels are whole
+    page.wait_for_timeout(1000)
+    assert page.evaluate(CUT_CARDS) == []
+    page.set_viewport_size({"width": 1500, "height": 1100})
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=60_000)
     assert sum(t[0].startswith("heatmap") for t in _plot_types(page)) == 2       # two confusion matrices
     with page.expect_download(timeout=60_000) as dl:

@@ -68,6 +68,16 @@ def test_the_same_table_by_path_and_by_select_star_is_equal(parts):
     pd.testing.assert_frame_equal(open_path(folder).df, run_sql(f"SELECT * FROM '{folder}/*.parquet'").df)
 
 
+def test_a_query_over_a_csv_reads_its_values_as_opening_it_does(tmp_path):
+    """DuckDB's own sniffer reads a column of yes and no as booleans; a query reads the file as an upload is read."""
+    path = tmp_path / "loans.csv"
+    pd.DataFrame({"amount": [1.25, 2.5, None, 4.0], "grade": ["a", "b", "a", None],
+                  "bad": ["yes", "no", "no", "yes"]}).to_csv(path, index=False)
+    pd.testing.assert_frame_equal(run_sql(f"SELECT * FROM '{path}'").df, open_path(path).df)
+    got = run_sql(f"SELECT l.bad, o.grade FROM '{path}' AS l JOIN '{path}' AS o USING (amount) WHERE l.amount > 2").df
+    assert got["bad"].tolist() == ["no", "yes"] and got["grade"].iloc[0] == "b" and got["grade"].isna().iloc[1]
+
+
 def _files(tmp_path) -> None:
     table(20).to_csv(tmp_path / "only.csv", index=False)
     (tmp_path / "empty").mkdir()

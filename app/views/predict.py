@@ -15,6 +15,7 @@ from feat_engine.estimators import PRECISIONS
 from feat_engine.inference import bf16_is_fast
 
 EXPLAIN_ROWS = 200        # predicted rows the column pricing reads at most
+CARDS_A_ROW = 4           # score cards a row
 READINGS = "FEAT readings (averaged)"      # the box of how many times FEAT reads the table, and its run setting
 SCHEDULER_ENV = "FEAT_DASK_SCHEDULER"      # the environment variable that gives the Dask scheduler's default address
 
@@ -141,15 +142,17 @@ if submitted:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
             fitted, first, refine = None, None, ""
+            plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
+            # the time left told while FEAT learns counts the predictions after it
+            after = engine.predict_share(plan, X_tr.shape[1], len(te), engine.runs_per_member(task, params, n_classes))
             if est is None:      # a second click on the same data and settings reads the kept fit
                 if len(tr) > engine.FIRST_ANSWER_ROWS:
                     first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
-                    plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
                     _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,
                                        task, table.index[te], str(target),
                                        numbers.prediction_formats(str(target), y_all.dropna(), task))
                     refine = "refining the first answer, "
-                fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine))
+                fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine, after))
                 est = fitted.value
                 state.keep_fit(key, est)
             out = engine.predict(est, X_te, state.progress_callback(bar, refine), scheduler)
@@ -253,7 +256,8 @@ if res["mode"] == "Evaluate":
     table_scores = metrics.compare_table(scores, secs)
     main_keys = (["ROC-AUC", "accuracy", "balanced accuracy", "F1 (macro)"] if task_r == "classification"
                  else ["RMSE", "R²", "MAE"])
-    mc = st.columns(len(main_keys) + 1)
+    # five cards in a row cut "FEAT balanced accuracy" at a 1,280-px window
+    mc = [col for _ in range(0, len(main_keys) + 1, CARDS_A_ROW) for col in st.columns(CARDS_A_ROW)]
     for col, k in zip(mc, main_keys):
         v = scores["FEAT"][k]
         delta = None
@@ -262,14 +266,16 @@ if res["mode"] == "Evaluate":
         col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
                    delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
     first_s = res.get("first_seconds")
-    mc[-1].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
+    mc[len(main_keys)].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
                   help=metrics.METRIC_HELP["FEAT time"]
                   + (f" Here the first answer came after {state.seconds_text(first_s)}." if first_s else "")
                   + (" This run reused what FEAT learned from the same example rows with the same settings, so it "
                      "paid for the predictions alone." if res.get("fit_reused") else ""))
     if feat.get("share"):
         st.caption(feat["share"])
-    st.dataframe(numbers.style(table_scores), width="stretch", placeholder="")
+    # the table's scores written as the cards write them (0.599, not 0.60)
+    st.dataframe(numbers.style(table_scores, dict.fromkeys(table_scores.columns, metrics.card_text)), width="stretch",
+                 placeholder="")
     report.append(("Scores", table_scores))
     if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
         st.caption("ROC-AUC is n/a: the holdout holds a single class.")
