@@ -123,7 +123,7 @@ def estimated_bytes(n_rows: int, n_cols: int, d_model: int = 128, local_context:
     run reads (`feat_engine.inference.run_bytes`: small in local parts, a copy of the tokens of a whole context)."""
     fixed, per_cell, per_read = RUN_BYTES
     plan = plan_reading(max(n_rows, 1), n_cols + 1, 1, 4, None, local_context, READ_CELLS)
-    model = fixed + per_cell * n_rows * n_cols + per_read * read_cells(n_rows, n_cols, local_context)
+    model = fixed + per_cell * n_rows * n_cols + per_read * plan.cells        # plan.cells: `read_cells`
     return int(MEMORY_MARGIN * model + run_bytes(rows_per_run(plan.rows, local_context), n_cols, d_model))
 
 
