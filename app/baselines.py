@@ -6,16 +6,12 @@ from __future__ import annotations
 import time
 import warnings
 
+import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
 
-def gbdt_name() -> str:
-    try:
-        import lightgbm  # noqa: F401
-        return "LightGBM"
-    except Exception:
-        return "HistGradientBoosting"
+GBDT = "LightGBM"   # the GBDT beside FEAT (a dependency of the engine's own stacked tree model)
 
 
 def _encode_for_gbdt(X: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
@@ -48,18 +44,11 @@ def fit_predict_gbdt(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataF
     classes and seconds (fit + predict)."""
     t0 = time.perf_counter()
     Xtr, Xte = _encode_for_gbdt(X_train, X_train), _encode_for_gbdt(X_test, X_train)
-    name = gbdt_name()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if name == "LightGBM":
-            import lightgbm as lgb
-            params = dict(n_estimators=200, learning_rate=0.05, num_leaves=31, random_state=seed, verbose=-1,
-                          n_jobs=2, min_child_samples=min(20, max(2, len(Xtr) // 10)))
-            model = lgb.LGBMClassifier(**params) if task == "classification" else lgb.LGBMRegressor(**params)
-        else:
-            from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-            cls = HistGradientBoostingClassifier if task == "classification" else HistGradientBoostingRegressor
-            model = cls(random_state=seed, categorical_features="from_dtype")
+        params = dict(n_estimators=200, learning_rate=0.05, num_leaves=31, random_state=seed, verbose=-1,
+                      n_jobs=2, min_child_samples=min(20, max(2, len(Xtr) // 10)))
+        model = lgb.LGBMClassifier(**params) if task == "classification" else lgb.LGBMRegressor(**params)
         if task == "classification":
             y = pd.Series(y_train).astype(str).to_numpy()
             labels = pd.Series(y_train).drop_duplicates().tolist()
@@ -73,7 +62,7 @@ def fit_predict_gbdt(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataF
             model.fit(Xtr, pd.to_numeric(y_train).astype(float))
             out = {"pred": model.predict(Xte), "proba": None, "classes": None}
     out["seconds"] = time.perf_counter() - t0
-    out["name"] = name
+    out["name"] = GBDT
     return out
 
 

@@ -299,7 +299,7 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
 def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame,
                      types: dict[str, str]) -> pd.DataFrame:
     """One row per filled cell: its row, column, value and how sure FEAT is of it, in words ("62% likely" for a
-    category; "typical error ± 3.1" for a drawn number, that cell's own), least sure first within each column. The
+    category; "typical error ± 3.1" for a number, that cell's own), least sure first within each column. The
     values are written as their column's known cells are (`numbers.column_format`: a year 2017, a count 1,927, a
     price 80.07), the typical error as a number (money: as money)."""
     rows = []

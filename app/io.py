@@ -26,7 +26,10 @@ from feat_engine.preprocess import date_format, numbers_in_text, plan_column, re
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
-MAX_UPLOAD_MB = 200  # keep in step with .streamlit/config.toml [server] maxUploadSize
+MAX_UPLOAD_MB = 1024  # the app's upload limit: a CSV this large holds about 7.5M rows x 20 columns, which the memory
+                      # model below puts at 7 GiB for a run at the defaults, within a 16 GB machine's
+SENT_MB = 2 * MAX_UPLOAD_MB   # keep in step with .streamlit/config.toml [server] maxUploadSize: the browser sends files
+                              # up to this size, so that one over the app's limit reaches it and gets a red box
 # The memory model: the peak RSS of Predict's Evaluate above the loaded table is RUN_BYTES[0] + RUN_BYTES[1] per table
 # cell + RUN_BYTES[2] per context cell the engine reads (the reading plan's), the least-squares fit of `python
 # bench/memory.py` (docs/decisions/0040-app-memory-check.md), times MEMORY_MARGIN
@@ -38,14 +41,19 @@ TYPES = ("numeric", "categorical", "ignore")
 
 # --------------------------------------------------------------------------- reading
 
+def check_upload_size(name: str, n_bytes: int, max_mb: float = MAX_UPLOAD_MB) -> None:
+    """Raise a TableError naming the limit and the path option if an upload of n_bytes is over max_mb."""
+    if n_bytes > max_mb * 2**20:
+        raise TableError(f"{name}: {n_bytes / 2**20:,.0f} MB is over the {max_mb:,.0f} MB upload limit.",
+                         "Open it by path under 'Open a file on this server' (any size that fits in memory), or "
+                         "upload a sample of the rows, or Parquet, which is much smaller than CSV.")
+
+
 def read_table_bytes(data: bytes, name: str, delimiter: str = "auto", encoding: str = "auto",
                      max_mb: float = MAX_UPLOAD_MB) -> Loaded:
     """Parse an uploaded file with the engine's reader and check its structure (see `check_table`).
     Whether it fits this machine is `check_fits_machine`, checked apart (memory changes)."""
-    if len(data) > max_mb * 1024 * 1024:
-        raise TableError(f"{name}: {len(data) / 2**20:.0f} MB is over the {max_mb:.0f} MB upload limit.",
-                         "Open it by path under 'Open a file on this server' (any size that fits in memory), or "
-                         "upload a sample of the rows, or Parquet, which is much smaller than CSV.")
+    check_upload_size(name, len(data), max_mb)
     loaded = load_table(data, name, delimiter, encoding)
     check_table(loaded.df, name)
     return loaded

@@ -242,23 +242,35 @@ def progress_words(message: str) -> str:
     return message
 
 
+# the fit's messages at the start and end of a classical-model fit (`InContextBase._fit_run_inputs`)
+CLASSICAL = ("fitting the classical models", "classical models fitted")
+
+
 def progress_callback(bar, prefix: str = "", after: float = 0.0):
     """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
     `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
-    before the first colon; the engine's share is one of the time, `StepCounter`; and the steps after it, expected
-    to take `after` times this phase's time), before that the time so far."""
-    clock = {"phase": None, "start": time.monotonic()}
+    before the first colon; the engine's share is one of the time, `StepCounter`), before that the time so far.
+    The steps after the phase are expected to take `after` times its engine's seconds: the phase's told length
+    less what its classical-model fits took (the CLASSICAL messages), which the predictions do not repeat."""
+    clock = {"phase": None, "start": time.monotonic(), "classical": 0.0, "since": None}
 
     def cb(done: int, total: int, message: str = "") -> None:
+        now = time.monotonic()
         frac = 0.0 if not total else max(0.0, min(1.0, done / total))
         message = prefix + str(message)
         phase = message.split(":", 1)[0]
         if phase != clock["phase"]:
-            clock.update(phase=phase, start=time.monotonic())
+            clock.update(phase=phase, start=now, classical=0.0, since=None)
+        if CLASSICAL[0] in message:
+            clock["since"] = now
+        elif CLASSICAL[1] in message and clock["since"] is not None:
+            clock["classical"] += now - clock["since"]
+            clock["since"] = None
         text = progress_words(message)
-        elapsed = time.monotonic() - clock["start"]
+        elapsed = now - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
-            text += f" (about {seconds_text(elapsed * (1 - frac + after) / frac)} left)"
+            engine_s = max(0.0, elapsed / frac - clock["classical"])
+            text += f" (about {seconds_text(elapsed * (1 - frac) / frac + after * engine_s)} left)"
         elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
             text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])

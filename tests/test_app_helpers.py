@@ -114,6 +114,11 @@ def test_content_contradicts_extension():
 
 def test_upload_limit_and_too_large_for_machine():
     assert "upload limit" in _err(CSV, "t.csv", max_mb=1e-6).problem
+    with pytest.raises(aio.TableError) as ei:          # the browser sends a file over the app's limit: a red box
+        aio.check_upload_size("big.csv", 1500 * 2**20)
+    assert ei.value.problem == "big.csv: 1,500 MB is over the 1,024 MB upload limit." and "by path" in ei.value.fix
+    assert aio.SENT_MB > aio.MAX_UPLOAD_MB
+    aio.check_upload_size("fine.csv", aio.MAX_UPLOAD_MB * 2**20)
     with pytest.raises(aio.TableError) as ei:
         aio.check_fits_machine(10_000_000, 50, "big.csv", available=4 << 30)
     assert "big.csv" in ei.value.problem and "GiB" in ei.value.problem and "sample" in ei.value.fix
@@ -609,6 +614,14 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     now[0] += 12
     cb(0, 4, "predicting: member 1/4: fitting the classical models")   # nothing to tell the time left from yet
     assert shown[4][1].endswith("(12 s so far)")
+    # the steps after a phase take `after` times its engine's seconds: its told length less its classical fits
+    cb = state.progress_callback(Bar(), after=0.4)
+    cb(0, 10, "learning: member 1/1: fitting the classical models on the context")
+    now[0] += 10
+    cb(5, 10, "learning: member 1/1: classical models fitted")      # half in 10 s, all classical: 10 s + 0.4 x 10 s
+    now[0] += 10
+    cb(8, 10, "learning: member 1/1, part 3/4: encoding 100 context rows")     # 5 s + 0.4 x (25 s - 10 s)
+    assert shown[-2][1].endswith("(about 14 s left)") and shown[-1][1].endswith("(about 11 s left)")
 
 
 def test_column_summaries_show_each_kind_in_its_own_terms():

@@ -314,7 +314,8 @@ def test_imputer_draws_keep_each_columns_spread_and_every_filled_cell_has_a_conf
     half noise, the most likely values collapse the category onto its commonest level and shrink the number's
     spread; draws (`sample_posterior=True`) keep the observed level shares within sampling error (four standard
     errors) and the spread within a fifth. Each filled category cell has the probability of its level, and each
-    drawn number its own typical error on the column's scale, about the noise's standard deviation of 1."""
+    filled number, drawn or most likely, its own typical error on the column's scale, about the noise's standard
+    deviation of 1."""
     from feat_engine.estimators.imputer import HELD_NUMBERS, HELD_SHARE
 
     rng = np.random.default_rng(7)
@@ -333,7 +334,9 @@ def test_imputer_draws_keep_each_columns_spread_and_every_filled_cell_has_a_conf
     assert (out["cat"][cat] == "a").mean() > 0.9                                    # collapsed
     assert out["num"][num].std() < 0.85 * holes["num"].std()                         # shrunk
     assert conf["cat"][cat].between(0.34, 1.0).all() and conf["cat"][~cat].isna().all()
-    assert conf["num"].isna().all() and conf[["x1", "x2"]].isna().all().all()       # no spread without draws
+    assert conf["num"][~num].isna().all() and conf[["x1", "x2"]].isna().all().all()
+    around = conf["num"][num]                          # a most likely number's own typical error, as a draw's is
+    assert around.between(0.6, 1.5).all() and 0.8 < around.median() < 1.3 and around.nunique() > 1
     drawn, sure = FEATImputer(n_estimators=1, sample_posterior=True).fit(holes).transform_with_confidence(holes)
     got = drawn["cat"][cat].value_counts(normalize=True)
     for level, p in shares.items():
@@ -353,8 +356,8 @@ def test_imputer_draws_keep_each_columns_spread_and_every_filled_cell_has_a_conf
 @pytest.mark.parametrize("draws", [False, True])
 def test_imputed_numbers_keep_their_columns_support(draws):
     """A skewed budget never below zero, a whole-number year and a 1-10 rating: every filled cell, most likely or
-    drawn, stays within the column's observed range, whole where the column is whole; the draws' typical errors
-    differ from cell to cell (wider where the budget is large, on its own scale)."""
+    drawn, stays within the column's observed range, whole where the column is whole; the typical errors differ
+    from cell to cell (wider where the budget is large, on its own scale)."""
     rng = np.random.default_rng(3)
     n = 600
     x = rng.normal(size=n)
@@ -370,7 +373,7 @@ def test_imputed_numbers_keep_their_columns_support(draws):
         assert filled.between(seen.min(), seen.max()).all(), (c, filled.min(), filled.max())
         if c != "budget":
             assert (filled == np.round(filled)).all(), c
-    assert out["budget"].min() >= 0 and (not draws or sure["budget"][hide[:, 1]].nunique() > 10)
+    assert out["budget"].min() >= 0 and sure["budget"][hide[:, 1]].nunique() > 10
 
 
 def test_chained_imputer_with_more_levels_than_the_head_fills_as_the_head_reads():
@@ -395,10 +398,13 @@ def test_chained_imputer_with_more_levels_than_the_head_fills_as_the_head_reads(
     np.testing.assert_array_equal(found[likely], want)
 
 
-def test_chained_imputer_columns_on_two_workers_fill_as_one_at_a_time():
+def test_chained_imputer_columns_on_two_workers_fill_as_one_at_a_time(monkeypatch):
     """The chained imputer predicts its incomplete columns at once (`map_runs`: two workers of one torch thread
-    on two threads); the cells come back as when the columns are predicted one after another on one thread."""
+    on two threads); the cells come back as when the columns are predicted one after another on one thread. A table
+    longer than PARALLEL_ROWS has its columns predicted one after another on every thread, with the same cells."""
     import torch
+
+    from feat_engine.estimators import imputer
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 5))
@@ -411,10 +417,14 @@ def test_chained_imputer_columns_on_two_workers_fill_as_one_at_a_time():
         one = FEATImputer(n_estimators=1, precision="fp32").fit_transform(X)
         torch.set_num_threads(2)
         two = FEATImputer(n_estimators=1, precision="fp32").fit_transform(X)
+        monkeypatch.setattr(imputer, "PARALLEL_ROWS", len(X) - 1)
+        monkeypatch.setattr(imputer, "map_runs", lambda *a: pytest.fail("a long table's columns ran at once"))
+        long = FEATImputer(n_estimators=1, precision="fp32").fit_transform(X)
     finally:
         torch.set_num_threads(threads)
     assert not np.isnan(two).any()
     np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(long, one, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("method, members", [("chained", f"member {COLUMN_MEMBERS}/{COLUMN_MEMBERS}"),

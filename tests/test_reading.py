@@ -591,9 +591,8 @@ def test_view_fits_read_at_most_fit_rows(monkeypatch):
     # splines' and lines' folds, then the whole-context fit of the one chosen alone
     assert seen == [30] * (2 * lv.FOLDS + 1) and len(c) == 100 and np.isfinite(c).all()
     assert np.corrcoef(c, x[:, 0])[0, 1] > 0.9
-    from sklearn.ensemble import HistGradientBoostingRegressor
-    grown, real_hgb = [], HistGradientBoostingRegressor.fit
-    monkeypatch.setattr(HistGradientBoostingRegressor, "fit", lambda self, b, y: (grown.append(len(b)), real_hgb(self, b, y))[1])
+    grown, real_trees = [], lv.BoostedTrees.fit
+    monkeypatch.setattr(lv.BoostedTrees, "fit", lambda self, b, y: (grown.append(len(b)), real_trees(self, b, y))[1])
     fit_tree_model(x, x[:, 0], False, 0)
     assert grown == [80] * lv.FOLDS + [100]
 
@@ -615,11 +614,12 @@ def test_additive_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_b
 
 
 def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_model():
-    """The tree view's context column holds each row's out-of-fold prediction of histogram gradient boosting
-    (missing cells as they are), the query column the model fitted on every context row, both standardised
-    with the context column's statistics; a query's value depends on that query alone."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
+    """The tree view's context column holds each row's out-of-fold prediction of LightGBM's gradient boosting at
+    its defaults (missing cells as they are), the query column the model fitted on every context row, both
+    standardised with the context column's statistics; a query's value depends on that query alone."""
     from sklearn.model_selection import KFold
+
+    from test_blend import lightgbm_regressor
 
     from feat_engine.reading.stacked_model import FOLDS
 
@@ -630,8 +630,8 @@ def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_
     v = fit_tree_model(x, y, False, seed=4)
     oof = np.empty(120)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=4).split(x):
-        oof[va] = HistGradientBoostingRegressor(random_state=4).fit(x[tr], y[tr]).predict(x[va])
-    full = HistGradientBoostingRegressor(random_state=4).fit(x, y).predict(xq)
+        oof[va] = lightgbm_regressor(4).fit(x[tr], y[tr]).predict(x[va])
+    full = lightgbm_regressor(4).fit(x, y).predict(xq)
     assert v.kind == "trees"
     np.testing.assert_allclose(v.context, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(v.queries(xq), (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)

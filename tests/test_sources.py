@@ -150,14 +150,14 @@ def test_the_stamp_tells_a_file_that_changed_came_or_went(parts):
 
 def test_the_upload_limit_is_one_number():
     config = (Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text()
-    assert re.findall(r"^maxUploadSize\s*=\s*(\d+)", config, re.M) == [str(aio.MAX_UPLOAD_MB)]
+    assert re.findall(r"^maxUploadSize\s*=\s*(\d+)", config, re.M) == [str(aio.SENT_MB)]
 
 
 def test_data_view_opens_a_folder_by_path_and_by_sql_and_says_what_went_wrong(parts):
     folder, df = parts
     at = new_app()
     caption = " ".join(c.value for c in at.caption)
-    assert f"up to **{aio.MAX_UPLOAD_MB} MB**" in caption and "Larger files: open them by path below" in caption
+    assert f"up to **{aio.MAX_UPLOAD_MB:,} MB**" in caption and "Larger files: open them by path below" in caption
 
     at.text_input(key="server_path").input(folder)
     at.button(key="open_path").click().run()

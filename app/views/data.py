@@ -23,10 +23,11 @@ with left:
         state.load_sample(key)
 with right:
     st.markdown("##### Your file")
-    limit_mb = int(st.get_option("server.maxUploadSize") or aio.MAX_UPLOAD_MB)
+    limit_mb = aio.MAX_UPLOAD_MB
     up = st.file_uploader("Upload a table", key="upload")
-    # a larger file never reaches the app: the browser refuses it ("File must be ... or smaller") and sends nothing
-    st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to **{limit_mb} MB**; the uploader refuses a larger file. "
+    # a file over the limit reaches the app (up to SENT_MB), which refuses it in a red box; past SENT_MB the browser
+    # refuses it itself ("File must be ... or smaller") and sends nothing
+    st.caption(f"CSV, TSV, Parquet or Excel (.xlsx), up to **{limit_mb:,} MB**. "
                "**Larger files: open them by path below.** The encoding (UTF-8, UTF-16, Windows-1252) and the "
                "delimiter are detected; override them here if needed.")
     c1, c2 = st.columns(2)
@@ -68,6 +69,7 @@ attempt = None if up is None else (up.file_id, delimiter, encoding)
 if attempt is not None and st.session_state.get("upload_applied") != attempt:
     loaded = None
     try:
+        aio.check_upload_size(up.name, up.size, limit_mb)      # before its bytes are read and hashed
         with st.spinner(f"Reading {up.name} ({up.size / 2**20:,.1f} MB) ..."):
             loaded, digest = state.parse_upload(up.getvalue(), up.name, delimiter, encoding, limit_mb)
     except aio.TableError as e:

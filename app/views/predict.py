@@ -43,6 +43,21 @@ def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: 
     st.dataframe(numbers.style(first_rows, formats), width="stretch", hide_index=True, placeholder="")
 
 
+def _compared(X_tr: pd.DataFrame, y_tr: pd.Series, X_te: pd.DataFrame, task: str, seed: int,
+              bar) -> tuple[dict | None, str | None, float]:
+    """The GBDT on the same split (`baselines.fit_predict_gbdt`), its progress on `bar`: (its result, None, seconds),
+    or (None, why it failed, seconds); a failure must not hide FEAT's result."""
+    name, t0 = baselines.GBDT, time.perf_counter()
+    bar.progress(0.0, text=f"{name}: training on the same {len(X_tr):,} rows, for the comparison")
+    try:
+        gb, error = baselines.fit_predict_gbdt(X_tr, y_tr, X_te, task, seed), None
+    except Exception as e:
+        gb, error = None, (f"{name} could not be trained on this table ({type(e).__name__}: {str(e)[:200]}), so the "
+                           "comparison shows FEAT alone.")
+    bar.progress(1.0, text=f"{name} " + ("failed" if error else "done"))
+    return gb, error, time.perf_counter() - t0
+
+
 ds, table = state.open_page("Predict")
 all_cols = list(ds["df"].columns)
 default_target = ds.get("target") if ds.get("target") in all_cols else all_cols[-1]
@@ -89,7 +104,7 @@ with st.form("predict_form"):
                               help="FEAT reads at most this many labelled rows, a random share of them; 0 lets it read "
                                    "as many as fit in a few minutes on two cores. The classical model beside it "
                                    "learns from every labelled row either way.")
-    with_gbdt = st.checkbox(f"Compare with {baselines.gbdt_name()} on the same split", value=True,
+    with_gbdt = st.checkbox(f"Compare with {baselines.GBDT} on the same split", value=True,
                             disabled=mode != "Evaluate", key="pred_gbdt")
     fast = bf16_is_fast()
     precision = st.radio("Arithmetic", PRECISIONS, horizontal=True, key="pred_precision",
@@ -137,42 +152,39 @@ if submitted:
         key = state.fit_key(target, task, tr, params)
         est = state.kept_fit(key)
         on_dask = f" on the Dask cluster at {scheduler}" if scheduler else ""
-        with st.status(f"FEAT: {'reusing what it learned from' if est else 'learning from'} {len(tr):,} example "
-                       f"rows, predicting {len(te):,}{on_dask} ...", expanded=True) as status:
+        feat_label = (f"FEAT: {'reusing what it learned from' if est else 'learning from'} {len(tr):,} example rows, "
+                      f"predicting {len(te):,}{on_dask} ...")
+        with st.status(feat_label, expanded=True) as status:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
             fitted, first, refine = None, None, ""
             plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
             # the time left told while FEAT learns counts the predictions after it
             after = engine.predict_share(plan, X_tr.shape[1], len(te), engine.runs_per_member(task, params, n_classes))
-            if est is None:      # a second click on the same data and settings reads the kept fit
-                if len(tr) > engine.FIRST_ANSWER_ROWS:
-                    first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
-                    _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,
-                                       task, table.index[te], str(target),
-                                       numbers.prediction_formats(str(target), y_all.dropna(), task))
-                    refine = "refining the first answer, "
+            if est is None and len(tr) > engine.FIRST_ANSWER_ROWS:    # a kept fit (same data, settings) is reused
+                first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
+                _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,
+                                   task, table.index[te], str(target),
+                                   numbers.prediction_formats(str(target), y_all.dropna(), task))
+                refine = "refining the first answer, "
+            gb, gb_error, gb_seconds = None, None, 0.0
+            if mode == "Evaluate" and with_gbdt:     # before FEAT's full reading, so that the time left is FEAT's
+                status.update(label=f"{baselines.GBDT}: training on the same {len(tr):,} rows ...")
+                gb, gb_error, gb_seconds = _compared(X_tr, y_tr, X_te, task, int(seed), bar)
+                status.update(label=feat_label)
+            if est is None:
                 fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine, after))
                 est = fitted.value
                 state.keep_fit(key, est)
             out = engine.predict(est, X_te, state.progress_callback(bar, refine), scheduler)
             if fitted is not None:
                 out.warnings[:0] = [w for w in fitted.warnings if w not in out.warnings]
-            out.seconds = time.perf_counter() - clicked      # the first answer, the full reading and the predictions
+            # the first answer, the full reading and the predictions; not the comparison between them
+            out.seconds = time.perf_counter() - clicked - gb_seconds
             bar.progress(1.0, text=f"FEAT done in {state.seconds_text(out.seconds)}")
-            gb, gb_error = None, None
-            if mode == "Evaluate" and with_gbdt:
-                status.update(label=f"{baselines.gbdt_name()}: training on the same {len(tr):,} rows ...")
-                bar.progress(0.0, text=f"{baselines.gbdt_name()}: training on the same {len(tr):,} rows")
-                try:
-                    gb = baselines.fit_predict_gbdt(X_tr, y_tr, X_te, task, int(seed))
-                except Exception as e:  # the baseline failing must not hide FEAT's result
-                    gb_error = (f"{baselines.gbdt_name()} could not be trained on this table ({type(e).__name__}: "
-                                f"{str(e)[:200]}), so the comparison shows FEAT alone.")
-                bar.progress(1.0, text=f"{baselines.gbdt_name()} " + ("failed" if gb_error else "done"))
             status.update(label=f"Done: FEAT {state.seconds_text(out.seconds)}"
                           + (f", {gb['name']} {state.seconds_text(gb['seconds'])}" if gb else "")
-                          + (f", {baselines.gbdt_name()} failed (see below)" if gb_error else ""),
+                          + (f", {baselines.GBDT} failed (see below)" if gb_error else ""),
                           state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
         state.show_error(e)
@@ -260,11 +272,14 @@ if res["mode"] == "Evaluate":
     mc = [col for _ in range(0, len(main_keys) + 1, CARDS_A_ROW) for col in st.columns(CARDS_A_ROW)]
     for col, k in zip(mc, main_keys):
         v = scores["FEAT"][k]
-        delta = None
+        delta, tie = None, False
         if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
-            delta = f"{numbers.delta_text(v - scores[gb['name']][k])} vs {gb['name']}"
+            diff = numbers.delta_text(v - scores[gb["name"]][k])
+            tie = diff == "0"              # a tie reads "same as", grey and without an arrow
+            delta = f"same as {gb['name']}" if tie else f"{diff} vs {gb['name']}"
         col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
-                   delta_color="inverse" if k in ("RMSE", "MAE") else "normal")
+                   delta_color="off" if tie else "inverse" if k in ("RMSE", "MAE") else "normal",
+                   delta_arrow="off" if tie else "auto")
     first_s = res.get("first_seconds")
     mc[len(main_keys)].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
                   help=metrics.METRIC_HELP["FEAT time"]

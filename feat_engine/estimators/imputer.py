@@ -22,11 +22,14 @@ from ..reading.quantile_transform import N_QUANTILES
 from . import runner
 from .base import FEATBase, documented
 from .classifier import FEATClassifier
+from .in_context import LOCAL_CONTEXT
 from .regressor import FEATRegressor
 
 COLUMN_MEMBERS = 1      # default members per column of the chained imputer (docs/decisions/0031-imputation.md)
 HELD_NUMBERS = 256      # known cells of a number column held out of its context to measure FEAT's errors
 HELD_SHARE = 10         # ... at most one known cell in HELD_SHARE
+ERROR_CONTEXT = 4096    # context rows at most of the fit that measures those errors for the most likely numbers
+PARALLEL_ROWS = 2 * LOCAL_CONTEXT   # tables of at most this many rows fill their columns concurrently (`_fill_chained`)
 SURE_RANGE = (0.16, 0.84)   # a filled number's typical error: half the range that holds this share of its errors
 
 
@@ -82,10 +85,11 @@ class FEATImputer(TransformerMixin, FEATBase):
 
     def transform_with_confidence(self, X: Any) -> tuple[Any, pd.DataFrame]:
         """`transform(X)`, and beside it how sure FEAT is of each cell it filled under "chained": the predicted
-        probability of the category filled in, or for a drawn number (`sample_posterior`) its typical error in the
-        column's units: half the range that FEAT's errors on the held-out known cells, put on the column's scale at
+        probability of the category filled in, or for a number its typical error in the column's units: half the
+        range that FEAT's errors on up to HELD_NUMBERS known cells held out of a fit, put on the column's scale at
         that cell's prediction, span between their 16th and 84th percentiles (one standard deviation, for normal
-        errors); NaN elsewhere. A filled number stays within its column's observed range, whole where the column
+        errors); NaN elsewhere. A draw (`sample_posterior`) is made by that fit; a most likely number by a fit on
+        every known cell, its errors measured by a second fit of at most ERROR_CONTEXT context rows. A filled number stays within its column's observed range, whole where the column
         holds only whole numbers. A DataFrame
         of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
@@ -143,21 +147,31 @@ class FEATImputer(TransformerMixin, FEATBase):
                 proba, levels, likely = _level_probabilities(FEATClassifier(multiclass="head", **kw), X, y, query)
                 pick = _draws(proba, rng) if self.sample_posterior else likely
                 return rows, levels[pick], proba[np.arange(len(rows)), pick]
-            if not self.sample_posterior:
-                return rows, FEATRegressor(**kw).fit(X, y).predict(query), np.full(len(rows), np.nan)
             held = rng.choice(len(y), min(HELD_NUMBERS, len(y) // HELD_SHARE), replace=False)
             rest = np.setdiff1d(np.arange(len(y)), held)
-            both = FEATRegressor(**kw).fit(X.iloc[rest], y.iloc[rest]).predict(pd.concat([query, X.iloc[held]]))
-            if not len(held):                # too few known cells to hold any out: the prediction itself
-                return rows, both, np.full(len(rows), np.nan)
+            if not len(held):                # too few known cells to hold any out: the prediction, of no known range
+                return rows, FEATRegressor(**kw).fit(X, y).predict(query), np.full(len(rows), np.nan)
+            if self.sample_posterior:        # one fit without the held cells, which it predicts beside the queries
+                both = FEATRegressor(**kw).fit(X.iloc[rest], y.iloc[rest]).predict(pd.concat([query, X.iloc[held]]))
+                pred, guess = both[:len(rows)], both[len(rows):]
+            else:                            # the fill from every known cell; its errors from a second, shorter fit
+                pred = FEATRegressor(**kw).fit(X, y).predict(query)
+                short = {**kw, "max_context": min(kw["max_context"] or ERROR_CONTEXT, ERROR_CONTEXT), "progress": None}
+                guess = FEATRegressor(**short).fit(X.iloc[rest], y.iloc[rest]).predict(X.iloc[held])
             scale, known = NumberScale(y.to_numpy(np.float64)), y.to_numpy(np.float64)
-            at, errors = scale.to_normal(both[:len(rows)]), scale.to_normal(known[held]) - scale.to_normal(both[len(rows):])
+            at, errors = scale.to_normal(pred), scale.to_normal(known[held]) - scale.to_normal(guess)
             low, high = (scale.from_normal(at + np.quantile(errors, q)) for q in SURE_RANGE)
-            return rows, scale.from_normal(at + rng.choice(errors, len(rows))), (high - low) / 2
+            filled = scale.from_normal(at + rng.choice(errors, len(rows))) if self.sample_posterior else pred
+            return rows, filled, (high - low) / 2
 
         with warnings.catch_warnings():         # on this thread, so the filter holds for the workers' whole runs
             warnings.simplefilter("ignore", FEATDataWarning)          # the table's own notes were given at fit
-            preds = map_runs(predicted, columns, self.device, steps.flush)     # the columns on all cores
+            # the columns on all cores at once on a short table; on a long one a column after another, each
+            # reading local parts, which the regressor already spreads over the cores, so that the table's copies
+            # a column's fit holds are made one at a time (the peak memory of an app's Impute at 1M rows)
+            read = len(table) if self.max_context is None else min(len(table), self.max_context)
+            preds = (map_runs(predicted, columns, self.device, steps.flush) if read <= PARALLEL_ROWS
+                     else [predicted(c) for c in columns])
         for c, (rows, pred, confidence) in zip(columns, preds):
             j = offset[c.name]
             raw = c.categories.get_indexer(pd.Index(pred)) if c.kind == "categorical" else np.asarray(pred, np.float64)

@@ -13,9 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 from scipy.linalg import LinAlgWarning
-from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.linear_model import LogisticRegression, Ridge
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.preprocessing import SplineTransformer
 
 from ..errors import FEATInputError
@@ -26,9 +25,10 @@ FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
 FIT_ROWS = 50_000   # rows one fit of the additive model reads at most (a random subset beyond): a model of about 8
                     # coefficients a feature is settled long before; the trees read every row (a large table's signal)
-MAX_LEVELS = 32     # nominal columns with at most this many levels are the tree model's native categories
+MAX_LEVELS = 255    # nominal columns with at most this many levels are the tree model's native categories
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
-MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts HistGradientBoosting's 100
+MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts LightGBM's 100
+STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
 MAX_BASIS = 2_048   # columns of the additive model's design at most with the splines (256 features); past it, none
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
 
@@ -117,10 +117,6 @@ class TreeRows:
         out[:, self.categories] = np.where(c >= 0, c, np.nan)
         return out
 
-    def mask(self, d: int) -> np.ndarray | None:
-        """(d,) which of d columns are categories; None if none are."""
-        return np.isin(np.arange(d), self.categories) if len(self.categories) else None
-
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
                   y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int,
@@ -197,26 +193,56 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
 
 def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
                   detail: UnclippedRows | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
-    """The tree model of the standardised (N, D) context with labels y_ctx: scikit-learn's histogram gradient
-    boosting (its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
+    """The tree model of the standardised (N, D) context with labels y_ctx: LightGBM's gradient boosting
+    (`BoostedTrees`; its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
     (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
     of at most MAX_LEVELS levels as native categories). Past STOP_ROWS context rows early stopping chooses the number
     of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100."""
     return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal)])
 
 
+class BoostedTrees:
+    """LightGBM's gradient boosting at its defaults, with the `categories` columns as its native categorical
+    features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
+    once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's prediction or
+    a binary classifier's logit, each row's from that row alone. It boosts on as many threads as torch's on the
+    calling thread (`inference.map_runs` shares them out)."""
+
+    def __init__(self, classification: bool, seed: int, categories: list[int]):
+        self.classification, self.seed, self.categories = classification, seed, categories
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> BoostedTrees:
+        import lightgbm as lgb
+        import torch
+
+        stop = len(x) > STOP_ROWS
+        make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
+        self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
+                          n_jobs=torch.get_num_threads(), deterministic=True, force_row_wise=True)
+        fit = partial(self.model.fit, categorical_feature=self.categories)
+        if not stop:
+            fit(x, y)
+            return self
+        train, held = train_test_split(np.arange(len(x)), test_size=0.1, random_state=self.seed,
+                                       stratify=y if self.classification else None)
+        fit(x[train], y[train], eval_X=(x[held],), eval_y=(y[held],),
+            callbacks=[lgb.early_stopping(STOP_AFTER, first_metric_only=True, verbose=False)])
+        return self
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        """The regressor's prediction or the classifier's logit for each row of x."""
+        return self.model.predict(x, raw_score=True)
+
+
 def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
                     detail: UnclippedRows | None, nominal: np.ndarray | None) -> StackedModel | None:
     """`fit_tree_model`'s candidate, not yet fitted on the whole context."""
-    model = HistGradientBoostingClassifier if classification else HistGradientBoostingRegressor
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
-    mask = None
+    categories: list[int] = []
     if rows is not None:
-        x_ctx, mask = rows.matrix(x_ctx, detail), rows.mask(x_ctx.shape[1])
-    stop = len(x_ctx) > STOP_ROWS          # one setting for every fold and the whole-context fit
+        x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
-                         lambda: model(random_state=seed, categorical_features=mask, early_stopping=stop,
-                                       max_iter=MAX_ROUNDS if stop else 100), seed, capped=False)
+                         partial(BoostedTrees, classification, seed, categories), seed, capped=False)
     if view is not None:
         view.rows = rows
     return view
