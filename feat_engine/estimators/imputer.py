@@ -89,9 +89,9 @@ class FEATImputer(TransformerMixin, FEATBase):
         range that FEAT's errors on up to HELD_NUMBERS known cells held out of a fit, put on the column's scale at
         that cell's prediction, span between their 16th and 84th percentiles (one standard deviation, for normal
         errors); NaN elsewhere. A draw (`sample_posterior`) is made by that fit; a most likely number by a fit on
-        every known cell, its errors measured by a second fit of at most ERROR_CONTEXT context rows. A filled number stays within its column's observed range, whole where the column
-        holds only whole numbers. A DataFrame
-        of X's shape, on X's index and columns."""
+        every known cell, its errors measured by a second fit of at most ERROR_CONTEXT context rows. A filled
+        number stays within its column's observed range, whole where the column holds only whole numbers. A
+        DataFrame of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
         frame = self._query_frame(X, "X")
         xz = self.preprocessor_.transform(frame, "query")
