@@ -142,14 +142,15 @@ def write_wide_csv(path: Path, rows: int, features: int = 19, seed: int = 0, emp
 
 def wait_watching_progress(page, done, timeout_s: float) -> tuple[float, float]:
     """Wait until the locator `done` is visible, sampling every 0.25 s whether the page shows that it is
-    working (a progress bar or the running status). Returns (seconds waited, share of samples with a
-    visible progress bar among those taken while the app was running)."""
+    working (a visible progress bar, not one in a folded box, or the running status). Returns (seconds waited,
+    share of samples with a visible progress bar among those taken while the app was running)."""
     t0, running, shown = time.perf_counter(), 0, 0
     while not done.is_visible():
         if time.perf_counter() - t0 > timeout_s:
             raise TimeoutError(f"not done after {timeout_s:.0f} s")
         busy = page.evaluate("""() => [!!document.querySelector('[data-testid="stStatusWidget"]'),
-                                       !!document.querySelector('[data-testid="stProgress"]')]""")
+                                       [...document.querySelectorAll('[data-testid="stProgress"]')]
+                                           .some(e => e.checkVisibility())]""")
         running += busy[0]
         shown += busy[0] and busy[1]
         page.wait_for_timeout(250)

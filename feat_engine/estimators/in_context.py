@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ..errors import FEATDataWarning, FEATInputError
@@ -263,7 +264,7 @@ class InContextBase(FEATBase, ABC):
         single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
-                                classification, self.view, seed, power)
+                                classification, self.view, seed, power, torch.get_num_threads())
         if say is not None:
             say(1, 1, "classical models fitted")
         return inputs

@@ -192,33 +192,34 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
 
 
 def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                  detail: UnclippedRows | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+                  detail: UnclippedRows | None = None, nominal: np.ndarray | None = None,
+                  threads: int | None = None) -> StackedModel | None:
     """The tree model of the standardised (N, D) context with labels y_ctx: LightGBM's gradient boosting
     (`BoostedTrees`; its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
     (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
     of at most MAX_LEVELS levels as native categories). Past STOP_ROWS context rows early stopping chooses the number
-    of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100."""
-    return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal)])
+    of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100. It boosts on `threads` threads
+    (None: LightGBM's default, every core)."""
+    return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)])
 
 
 class BoostedTrees:
     """LightGBM's gradient boosting at its defaults, with the `categories` columns as its native categorical
     features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
     once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's prediction or
-    a binary classifier's logit, each row's from that row alone. It boosts on as many threads as torch's on the
-    calling thread (`inference.map_runs` shares them out)."""
+    a binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the estimators pass
+    torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's default)."""
 
-    def __init__(self, classification: bool, seed: int, categories: list[int]):
-        self.classification, self.seed, self.categories = classification, seed, categories
+    def __init__(self, classification: bool, seed: int, categories: list[int], threads: int | None = None):
+        self.classification, self.seed, self.categories, self.threads = classification, seed, categories, threads
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> BoostedTrees:
         import lightgbm as lgb
-        import torch
 
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
         self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
-                          n_jobs=torch.get_num_threads(), deterministic=True, force_row_wise=True)
+                          n_jobs=self.threads, deterministic=True, force_row_wise=True)
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
             fit(x, y)
@@ -235,14 +236,15 @@ class BoostedTrees:
 
 
 def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                    detail: UnclippedRows | None, nominal: np.ndarray | None) -> StackedModel | None:
+                    detail: UnclippedRows | None, nominal: np.ndarray | None,
+                    threads: int | None = None) -> StackedModel | None:
     """`fit_tree_model`'s candidate, not yet fitted on the whole context."""
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     categories: list[int] = []
     if rows is not None:
         x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
-                         partial(BoostedTrees, classification, seed, categories), seed, capped=False)
+                         partial(BoostedTrees, classification, seed, categories, threads), seed, capped=False)
     if view is not None:
         view.rows = rows
     return view
@@ -255,14 +257,15 @@ def check_stacked_model(view: str | None) -> None:
 
 
 def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
-             detail: UnclippedRows | None = None, nominal: np.ndarray | None = None) -> StackedModel | None:
+             detail: UnclippedRows | None = None, nominal: np.ndarray | None = None,
+             threads: int | None = None) -> StackedModel | None:
     """The stacked model a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the
     lower out-of-fold loss on the context's labels; None for `view` None (or where none can be cross-fitted). The
-    trees read the rows' `detail` (`fit_tree_model`)."""
+    trees read the rows' `detail` on `threads` threads (`fit_tree_model`)."""
     check_stacked_model(view)
     if view is None:
         return None
     fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed),
-            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal)]}
+            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)]}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     return _chosen([v for k in kinds for v in fits[k]()])
