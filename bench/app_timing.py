@@ -173,7 +173,7 @@ def _evaluate(page, folder: Path, limit_s: float) -> dict:
     done = page.get_by_role("button", name="Download predictions (CSV)")
     t0, t_first, samples = time.perf_counter(), float("nan"), []
     page.get_by_role("button", name="Run prediction").click()
-    page.locator('[data-testid="stProgress"]').first.wait_for(timeout=60_000)   # this run's, not an earlier result
+    page.locator('[data-testid="stProgress"]:visible').first.wait_for(timeout=60_000)   # this run's, not a folded one
     while page.locator('[data-testid="stStatusWidget"]').count() or not done.is_visible():
         t = time.perf_counter() - t0
         if t > limit_s:

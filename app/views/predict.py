@@ -169,9 +169,10 @@ if submitted:
                 refine = "refining the first answer, "
             gb, gb_error, gb_seconds = None, None, 0.0
             if mode == "Evaluate" and with_gbdt:     # before FEAT's full reading, so that the time left is FEAT's
-                status.update(label=f"{baselines.GBDT}: training on the same {len(tr):,} rows ...")
+                # a label alone folds the box in Streamlit 1.67 (it clears `expanded`): keep it open on the progress
+                status.update(label=f"{baselines.GBDT}: training on the same {len(tr):,} rows ...", expanded=True)
                 gb, gb_error, gb_seconds = _compared(X_tr, y_tr, X_te, task, int(seed), bar)
-                status.update(label=feat_label)
+                status.update(label=feat_label, expanded=True)
             if est is None:
                 fitted = engine.fit(X_tr, y_tr, task, params, state.progress_callback(bar, refine, after))
                 est = fitted.value
