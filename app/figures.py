@@ -472,11 +472,12 @@ def _rates_layout(fig: go.Figure, title: str, x_title: str, y_title: str, legend
     `legend_at` ("bottom" right or "top" right) where the curves seldom run."""
     title, x_title, y_title = wrap(title), wrap(x_title, AXIS_TITLE_CHARS), wrap(y_title, AXIS_TITLE_CHARS)
     more = LINE_PX * (lines_of(title) + lines_of(x_title) - 2)
-    fig.update_layout(title=title, height=420 + more, margin=dict(l=10, r=10, t=40 + LINE_PX * (lines_of(title) - 1),
+    # the x axis ends past 100% and the right margin holds the rest of that tick's label, which is centred on it
+    fig.update_layout(title=title, height=420 + more, margin=dict(l=10, r=24, t=40 + LINE_PX * (lines_of(title) - 1),
                                                                   b=10),
                       legend=dict(x=0.98, xanchor="right", y=0.02 if legend_at == "bottom" else 0.98,
                                   yanchor=legend_at, bgcolor="rgba(255,255,255,0.8)"),
-                      xaxis=dict(title=x_title, tickformat=".0%", range=[0, 1]),
+                      xaxis=dict(title=x_title, tickformat=".0%", range=[0, 1.02]),
                       yaxis=dict(title=y_title, tickformat=".0%", range=[0, 1.02]))
 
 

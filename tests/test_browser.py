@@ -296,3 +296,6 @@ def test_large_table_to_downloadable_predictions(server, browser, tmp_path):
     pred = pd.read_csv(dl.value.path())
     assert len(pred) == 5_000 and set(pred["y"]) <= {"yes", "no"}
     assert (pred["y"] == pred["y (actual)"]).mean() > 0.7
+    with page.expect_download(timeout=120_000) as dl:                        # a binary run's ROC and PR curves
+        page.get_by_role("button", name="Download a report of this run (HTML)").click()
+    assert cut_labels(browser, _saved(dl.value, tmp_path)) == []
