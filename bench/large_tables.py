@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     C.add_common_args(p, section="large-tables")
     args = p.parse_args(argv)
     args.methods = args.methods.split(",")
-    args.n_estimators, args.multiclass = 4, "ovr"
+    args.n_estimators, args.multiclass = None, "ovr"
     from feat_engine.reading.read_budget import READ_CELLS
     args.budget_text = f"{READ_CELLS:,} context cells"
     C.quiet_warnings()

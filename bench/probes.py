@@ -151,7 +151,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
         "## Synthetic probes",
         "",
         f"Generated tables with a known structure (bench/probes.py docstring), {N_TEST} test rows, mean over "
-        f"{args.seeds} seed(s). FEAT with {args.n_estimators} members, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`{'' if args.blend else ', `blend=False`'}, checkpoint {C.checkpoint_line(args.checkpoint)}; "
+        f"{args.seeds} seed(s). FEAT with `n_estimators={args.n_estimators}`, {C.precision_text(args.precision, args.device)}, `view={args.view!r}`{'' if args.blend else ', `blend=False`'}, checkpoint {C.checkpoint_line(args.checkpoint)}; "
         "baselines at library defaults.",
         "",
         *C.markdown_table(header, rows),
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="1 seed; long table at 2,048 and 8,192 rows")
     p.add_argument("--seeds", type=int, default=None, help="tables per probe (default 3; quick 1)")
-    p.add_argument("--n-estimators", type=int, default=4, help="FEAT ensemble members")
+    p.add_argument("--n-estimators", type=int, default=None, help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
     p.add_argument("--device", default="auto")
     p.add_argument("--probes", default=None, help=f"comma-separated probe names (default: all of {list(PROBES)})")
     p.add_argument("--sizes", default=None, help="comma-separated context sizes (default: each probe's own)")

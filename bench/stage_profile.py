@@ -149,7 +149,7 @@ def report(recs: list[dict], args, info: dict, command: str, started: str, secon
     body = [
         "## Stage profile of fit and predict",
         "",
-        f"FEAT at its defaults ({args.n_estimators} members, {C.precision_text(args.precision, args.device)}), "
+        f"FEAT at its defaults (`n_estimators={args.n_estimators}`, {C.precision_text(args.precision, args.device)}), "
         f"context capped at {args.max_context:,} rows, at most {args.max_test:,} query rows, summed over "
         f"{len(recs)} table(s). A stage's time includes the stages nested in it (indented ones, and the engine runs "
         "inside the blend's choice); engine runs on local parts are summed over the worker threads. Per table: "
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", action="store_true", help="the synthetic probes instead of the development tables")
     p.add_argument("--max-context", type=int, default=2048)
     p.add_argument("--max-test", type=int, default=500)
-    p.add_argument("--n-estimators", type=int, default=4)
+    p.add_argument("--n-estimators", type=int, default=None, help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
     p.add_argument("--device", default="auto")
     C.add_precision_arg(p)
     C.add_view_arg(p)

@@ -316,10 +316,12 @@ def test_arithmetic_choice_reaches_the_estimator():
 
 
 def test_members_default_to_the_engines_reading_plan(monkeypatch):
-    """The Predict view starts each table with the members the engine's reading budget gives it (the estimators'
-    `read_budget`, one rule for both): here a budget made small enough that 120 rows of a three-class target, read
-    one class against the rest, take one member, and 30 rows four; the run reads what the view said."""
+    """The Predict view starts each table with the members the engine's reading plan gives it (the estimators'
+    `read_plan`, one rule for both): here a budget made small enough that 120 rows of a three-class target, read
+    one class against the rest, take one member, and 30 rows of a two-class one the members planned where no rows
+    are held out (`members.SHORT_MEMBERS`)."""
     from app import state
+    from feat_engine.reading.members import SHORT_MEMBERS
 
     run_params = state.run_params
     monkeypatch.setattr(state, "run_params", lambda **kw: run_params(**{"read_budget": 3_000, **kw}))
@@ -327,9 +329,10 @@ def test_members_default_to_the_engines_reading_plan(monkeypatch):
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/predict.py").run()
     assert at.number_input(key="pred_nest").value == 1
-    upload(at, "wine_tiny.csv", csv(small_table(30)))
+    tiny = small_table(30).assign(cultivar=lambda d: np.where(d["cultivar"] == "class_0", "class_0", "other"))
+    upload(at, "wine_tiny.csv", csv(tiny))
     at.switch_page("views/predict.py").run()
-    assert at.number_input(key="pred_nest").value == 4
+    assert at.number_input(key="pred_nest").value == SHORT_MEMBERS > 1
 
 
 def test_context_cap_defaults_to_the_budget_and_reaches_the_estimator():

@@ -223,3 +223,25 @@ def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(
     assert len(set(seen)) == kept                                # predict reads the kept members alone
     alone = np.concatenate([clf.predict_proba(X[4096 + i:4097 + i]) for i in range(3)])
     np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
+
+
+def test_default_members_follow_whether_the_member_rule_can_choose_them(monkeypatch):
+    """`n_estimators=None` plans RULE_MEMBERS where context rows are held out for the member rule, SHORT_MEMBERS where
+    none are (a short context, no blend, no stacked model, a capped context), one member where K > 2 classes are each
+    read against the rest; an int is kept. A fit at the default reads the planned members, and a query's prediction
+    does not depend on the other query rows."""
+    from feat_engine.reading.members import RULE_MEMBERS, SHORT_MEMBERS
+
+    plan = lambda n, runs=1, **kw: FEATClassifier(**kw).read_plan(n, 20, runs).members   # noqa: E731
+    assert (plan(2048), plan(2048, 6), plan(5000), plan(5000, 6)) == (SHORT_MEMBERS, 1, RULE_MEMBERS, RULE_MEMBERS)
+    assert plan(5000, blend=False) == plan(5000, view=None) == plan(5000, max_context=2048) == SHORT_MEMBERS
+    assert plan(5000, local_context=None) == SHORT_MEMBERS and plan(2048, 6, n_estimators=3) == 3
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    for y, members in [((X[:, 0] > 0).astype(int), SHORT_MEMBERS), (np.digitize(X[:, 0], [-0.5, 0.5]), 1)]:
+        clf = FEATClassifier(local_context=64).fit(X[:250], y[:250])
+        assert len(clf.members_) == members and clf.member_choice_ is None
+        full = clf.predict_proba(X[250:])
+        np.testing.assert_allclose(np.concatenate([clf.predict_proba(X[250 + i:251 + i]) for i in range(3)]), full[:3],
+                                   rtol=1e-6, atol=1e-9)

@@ -80,7 +80,7 @@ class FEATBase(BaseEstimator):
     """Parameters and context handling shared by the three estimators (their docstrings list the parameters)."""
 
     def __init__(
-        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         precision: str = "auto",

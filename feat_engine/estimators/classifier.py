@@ -23,7 +23,7 @@ from .in_context import KEPT_MEMBERS, LOCAL_CONTEXT, InContextBase
 
 @documented(
     "Zero-shot classifier: `fit` stores the context, `predict_proba` reads it with the pretrained model.",
-    {"n_estimators": ("int, default 4",
+    {"n_estimators": ("int or None, default None",
                       KEPT_MEMBERS + "Each member has its own row order, feature order (or subset), "
                       "column-identity draw and class-slot rotation; the 2nd, 4th, ... read numeric columns through "
                       "their context quantiles."),
@@ -38,7 +38,7 @@ from .in_context import KEPT_MEMBERS, LOCAL_CONTEXT, InContextBase
 )
 class FEATClassifier(ClassifierMixin, InContextBase):
     def __init__(
-        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         multiclass: str = "ovr", precision: str = "auto", view: str | None = "auto", blend: bool = True,

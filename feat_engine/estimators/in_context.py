@@ -17,10 +17,11 @@ from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
-from ..reading.blend import Blend, choose_blend, held_out_rows
+from ..reading.blend import Blend, choose_blend, held_out_rows, holds_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
-from ..reading.members import MEMBER_TOL, Member, MemberChoice, content_order, plan_members, prediction_change
+from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, Member, MemberChoice, content_order,
+                               plan_members, planned_members, prediction_change)
 from ..reading.quantile_transform import reads_quantiles
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
@@ -34,7 +35,9 @@ QUERY_BATCH = 131_072   # query rows scored and combined at a time (`_predicted`
                         # and the engine's blocks (QUERY_ROWS, the query chunk), so every row meets the same kernels
 KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
                 f"rows member by member and keeps the members up to the first that changes their predictions by "
-                f"less than {MEMBER_TOL:g} (`member_choice_`). ")
+                f"less than {MEMBER_TOL:g} (`member_choice_`). None plans {RULE_MEMBERS} members there, and where no "
+                f"rows are held out (contexts under 4,096 rows) {SHORT_MEMBERS}, or one where more than two classes are "
+                f"each read against the rest (`members.planned_members`). ")
 
 
 class RunMatrices(NamedTuple):
@@ -52,7 +55,7 @@ class InContextBase(FEATBase, ABC):
     Subclasses provide `_member_output`, `_combine` and `_row_loss`."""
 
     def __init__(
-        self, n_estimators: int = 4, random_state: int | None = 0, device: str = "auto",
+        self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, local_context: int | str | None = LOCAL_CONTEXT,
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
         precision: str = "auto", view: str | None = "auto", blend: bool = True, read_budget: int | None = READ_CELLS,
@@ -125,10 +128,14 @@ class InContextBase(FEATBase, ABC):
     def read_plan(self, n_rows: int, n_features: int, runs: int = 1) -> ReadPlan:
         """What `fit` reads of a context of n_rows labelled rows and n_features features (after preprocessing) whose
         members read `runs` labellings each (the classes, where more than two are read one against the rest): the
-        members and context rows per member within `read_budget` (`reading.read_budget.plan_reading`)."""
+        members and context rows per member within `read_budget` (`reading.read_budget.plan_reading`), the members
+        by `n_estimators` or, at its default, by whether the member rule can choose them (`members.planned_members`)."""
         width = min(n_features, max(1, self._model_width() - (self.view is not None))) + (self.view is not None)
         size = LOCAL_CONTEXT if self.local_context == "auto" else self.local_context
-        return plan_reading(n_rows, width, runs, self.n_estimators, self.max_context, size, self.read_budget)
+        rows = n_rows if self.max_context is None else min(n_rows, self.max_context)
+        rule = self.blend and self.view is not None and rows_per_run(rows, size) < rows and holds_rows(rows)
+        members = planned_members(self.n_estimators, rule, runs)
+        return plan_reading(n_rows, width, runs, members, self.max_context, size, self.read_budget)
 
     def _checked_local_context(self) -> int | str | None:
         """`local_context` and `view`, refused with a message where they are not one of their values."""

@@ -20,7 +20,7 @@ from .in_context import KEPT_MEMBERS, InContextBase
 @documented(
     "Zero-shot regressor: `fit` stores the context, `predict` reads it with the pretrained model; targets are "
     "standardised with the context's statistics and mapped back.",
-    {"n_estimators": ("int, default 4",
+    {"n_estimators": ("int or None, default None",
                       KEPT_MEMBERS + "Each member has its own row order, feature order (or subset) "
                       "and column-identity draw; the 2nd, 4th, ... read numeric columns through their context "
                       "quantiles and the target on a power scale.")},

@@ -18,12 +18,17 @@ MIN_HELD = 512       # ... if that makes at least this many (shorter contexts ar
 MAX_HELD = 2048      # ... and at most this many
 
 
+def holds_rows(n: int) -> bool:
+    """Whether a context of n rows has rows held out of its parts (`held_out_rows`)."""
+    return min(MAX_HELD, n // HELD_SHARE) >= MIN_HELD
+
+
 def held_out_rows(n: int, y: np.ndarray | None, seed: int | None) -> np.ndarray | None:
     """Sorted indices of the context rows (of n) held out of the local parts to choose the weight; None
     where that would be fewer than MIN_HELD. Class labels y, where given, stratify the choice."""
-    k = min(MAX_HELD, n // HELD_SHARE)
-    if k < MIN_HELD:
+    if not holds_rows(n):
         return None
+    k = min(MAX_HELD, n // HELD_SHARE)
     stratify = y is not None and np.unique(y, return_counts=True)[1].min() >= 2
     _, held = train_test_split(np.arange(n), test_size=k, random_state=seed, stratify=y if stratify else None)
     return np.sort(held)

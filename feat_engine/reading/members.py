@@ -97,6 +97,20 @@ def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator)
 
 
 MEMBER_TOL = 0.005  # a member that moves the held-out predictions less than this is the last one read
+RULE_MEMBERS = 4    # members planned where the member rule chooses among them on held-out context rows
+SHORT_MEMBERS = 2   # members read where it cannot (no rows held out): one of each reading of the numbers
+
+
+def planned_members(n_estimators: int | None, rule_runs: bool, labellings: int) -> int:
+    """The members `fit` plans: `n_estimators` where given. By default RULE_MEMBERS where the member rule will read
+    held-out context rows and keep the members up to the first that no longer moves them (`MemberChoice`); where it
+    cannot, SHORT_MEMBERS for a context read under one labelling, and one member where K > 2 classes are each read
+    against the rest, whose K runs already read the context K times (docs/decisions/0018-members.md)."""
+    if n_estimators is not None:
+        return n_estimators
+    if rule_runs:
+        return RULE_MEMBERS
+    return SHORT_MEMBERS if labellings == 1 else 1
 
 
 def prediction_change(before: np.ndarray, after: np.ndarray) -> float:
