@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="1 seed; long table at 2,048 and 8,192 rows")
     p.add_argument("--seeds", type=int, default=None, help="tables per probe (default 3; quick 1)")
-    p.add_argument("--n-estimators", type=int, default=None, help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
     p.add_argument("--device", default="auto")
     p.add_argument("--probes", default=None, help=f"comma-separated probe names (default: all of {list(PROBES)})")
     p.add_argument("--sizes", default=None, help="comma-separated context sizes (default: each probe's own)")

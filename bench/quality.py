@@ -326,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="context <= 2,048 and test <= 500 rows, no CatBoost")
     p.add_argument("--max-context", type=int, default=50_000)
     p.add_argument("--max-test", type=int, default=2_000)
-    p.add_argument("--n-estimators", type=int, default=None, help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
     p.add_argument("--multiclass", choices=["ovr", "head"], default="ovr", help="FEAT's multiclass scheme")
     p.add_argument("--tables", default=None, help="comma-separated table names (default: all 13)")
     p.add_argument("--methods", default=None, help=f"comma-separated subset of {ALL_METHODS}")

@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", action="store_true", help="the synthetic probes instead of the development tables")
     p.add_argument("--max-context", type=int, default=2048)
     p.add_argument("--max-test", type=int, default=500)
-    p.add_argument("--n-estimators", type=int, default=None, help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="FEAT ensemble members (default: the estimators' own, `members.planned_members`)")
     p.add_argument("--device", default="auto")
     C.add_precision_arg(p)
     C.add_view_arg(p)

@@ -95,13 +95,13 @@ with st.form("predict_form"):
                             help="How many times FEAT reads the example rows to predict the others, each time with the "
                                  "rows and columns in another order, and averages the answers: more readings are "
                                  "steadier and slower. One reading goes through the example rows once (once per "
-                                 "class, where more than two classes are read one against the rest). The default is FEAT's own "
-                                 f"({members} on this table): 2 below 4,096 example rows (1 where more than two "
-                                 "classes are each read against the rest, which reads the rows once per class); up "
-                                 "to 4 on longer tables, where FEAT stops adding readings once one no longer changes "
-                                 "its answers on example rows it sets aside; fewer on very large tables, where past "
-                                 "one reading each reads a random share of the rows, while the classical model "
-                                 "beside it learns from all of them.")
+                                 "class, where more than two classes are read one against the rest). The default "
+                                 f"is FEAT's own ({members} on this table): 2 below 4,096 example rows (1 where "
+                                 "more than two classes are each read against the rest, which reads the rows once "
+                                 "per class); up to 4 on longer tables, where FEAT stops adding readings once one "
+                                 "no longer changes its answers on example rows it sets aside; fewer on very large "
+                                 "tables, where past one reading each reads a random share of the rows, while the "
+                                 "classical model beside it learns from all of them.")
     max_ctx = f4.number_input("Max example rows FEAT reads (0 = as its budget allows)", 0, 10_000_000, 0, 1000,
                               key="pred_maxctx",
                               help="FEAT reads at most this many labelled rows, a random share of them; 0 lets it read "
