@@ -33,6 +33,8 @@ def standalone(fig: go.Figure) -> go.Figure:
 TITLE_CHARS = 46
 AXIS_TITLE_CHARS = 36
 LINE_PX = 20          # the height one more line of a title takes
+CURVE_POINTS = 1_000  # vertices a ROC or precision-recall curve keeps at most: about one per pixel of a chart
+SCATTER_POINTS = 5_000   # rows the predicted-vs-actual chart draws at most, a fixed random sample beyond
 # ... and of an option in a selectbox a quarter of the page wide (a form of four columns): 151 px of 14 px text,
 # about 5.9 px a character (25 to a line), less room for wide letters; a longer option is cut, not wrapped
 OPTION_CHARS = 22
@@ -371,27 +373,31 @@ def confusion_figure(cm: pd.DataFrame, title: str = "Confusion matrix") -> go.Fi
 
 def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target", actual_format=None,
                    predicted_format=None) -> go.Figure:
-    """Each method's predictions against the true values; a point's hover writes the actual value as the target's
-    values are written and the prediction at their precision (`numbers.column_format` and
-    `numbers.prediction_format` of `y_true`, unless given)."""
+    """Each method's predictions against the true values, of at most SCATTER_POINTS rows (a fixed random sample, which
+    the title names); a point's hover writes the actual value as the target's values are written and the prediction
+    at their precision (`numbers.column_format` and `numbers.prediction_format` of `y_true`, unless given)."""
     from app.numbers import prediction_format
 
     actual_format = actual_format or column_format(pd.Series(np.asarray(y_true)), target)
     predicted_format = predicted_format or prediction_format(pd.Series(np.asarray(y_true)), target)
     y_true = np.asarray(y_true, dtype=float)
+    n = len(y_true)
+    rows = np.sort(np.random.default_rng(0).choice(n, SCATTER_POINTS, replace=False)) if n > SCATTER_POINTS else None
     fig = go.Figure()
     for name, p in preds.items():
         p = np.asarray(p, dtype=float)
-        said = np.array([[actual_format(a), predicted_format(b)] for a, b in zip(y_true.tolist(), p.tolist())],
+        p, shown = (p, y_true) if rows is None else (p[rows], y_true[rows])
+        said = np.array([[actual_format(a), predicted_format(b)] for a, b in zip(shown.tolist(), p.tolist())],
                         dtype=object).reshape(-1, 2)
-        fig.add_trace(go.Scatter(x=y_true, y=p, mode="markers", name=name, opacity=0.7, customdata=said,
+        fig.add_trace(go.Scatter(x=shown, y=p, mode="markers", name=name, opacity=0.7, customdata=said,
                                  hovertemplate=f"{name}<br>actual %{{customdata[0]}}<br>predicted %{{customdata[1]}}"
                                                "<extra></extra>",
                                  marker=dict(size=6, color=method_color(name))))     # the baseline in orange
     lo = float(np.nanmin([y_true.min()] + [np.nanmin(p) for p in preds.values()]))
     hi = float(np.nanmax([y_true.max()] + [np.nanmax(p) for p in preds.values()]))
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x", line=dict(dash="dash", color="#555")))
-    fig.update_layout(title="Predicted vs actual", height=420, margin=dict(l=10, r=10, t=40, b=10),
+    title = "Predicted vs actual" + ("" if rows is None else f" ({SCATTER_POINTS:,} of {n:,} rows)")
+    fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title=f"actual {target}", yaxis_title=f"predicted {target}")
     return fig
 
@@ -466,6 +472,19 @@ def _cutoff_dot(fig: go.Figure, name: str, x: float, y: float, cutoff: float) ->
                              hovertemplate=f"{name} at the cut-off {cutoff:g}<br>%{{x:.1%}}, %{{y:.1%}}<extra></extra>"))
 
 
+def thinned(x: np.ndarray, y: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of the curve through (x, y), in order, first at or past each of `points` equal steps along its
+    length (the first and last kept): at most points + 1 of them, each step 1/points of the curve's length, so a chart
+    draws the same curve while a page or report of a large holdout stays light."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) <= points + 1:
+        return x, y
+    along = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(x), np.diff(y)))])
+    keep = np.unique(np.append(np.searchsorted(along, np.linspace(0.0, along[-1], points + 1)), len(x) - 1))
+    keep = keep[keep < len(x)]
+    return x[keep], y[keep]
+
+
 def _rates_layout(fig: go.Figure, title: str, x_title: str, y_title: str, legend_at: str) -> None:
     """The layout of a chart of two shares (ROC, precision-recall) half the page wide: the titles wrapped to fit
     (`wrap`), the figure taller for each more line, both axes 0 to 100%, the legend inside the plot in the corner
@@ -493,7 +512,7 @@ def roc_figure(is_positive, scores: dict[str, np.ndarray], positive: str, cutoff
                                line=dict(dash="dash", color="#999")))
     for name, s in scores.items():
         s = np.asarray(s, dtype=float)
-        fpr, tpr, _ = roc_curve(t, s)
+        fpr, tpr = thinned(*roc_curve(t, s)[:2])
         fig.add_trace(go.Scatter(x=fpr, y=tpr, mode="lines", name=f"{name} (area {roc_auc_score(t, s):.3f})",
                                  line=dict(color=method_color(name), width=2),
                                  hovertemplate=f"{name}<br>false alarms %{{x:.1%}}<br>found %{{y:.1%}}<extra></extra>"))
@@ -520,6 +539,7 @@ def precision_recall_figure(is_positive, scores: dict[str, np.ndarray], positive
     for name, s in scores.items():
         s = np.asarray(s, dtype=float)
         precision, recall, _ = precision_recall_curve(t, s)
+        recall, precision = thinned(recall, precision)
         fig.add_trace(go.Scatter(x=recall, y=precision, mode="lines",
                                  name=f"{name} (average precision {average_precision_score(t, s):.3f})",
                                  line=dict(color=method_color(name), width=2),

@@ -13,6 +13,7 @@ import hashlib
 import re
 import secrets
 import time
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -301,9 +302,10 @@ def said_cancelled(where: str) -> None:
 
 
 def report_button(title: str, parts: list[tuple[str, object]], filename: str, key: str) -> None:
-    """A download button for one run's report (`downloads.report_html`): its settings, scores, figures and table."""
-    st.download_button("Download a report of this run (HTML)", downloads.report_html(title, parts), filename,
-                       "text/html", key=key, help="One page with the settings, the results, the figures "
+    """A download button for one run's report (`downloads.report_html`): its settings, scores, figures and table,
+    written when the button is clicked (Streamlit calls the function), not on every rerun of the page."""
+    st.download_button("Download a report of this run (HTML)", partial(downloads.report_html, title, list(parts)),
+                       filename, "text/html", key=key, help="One page with the settings, the results, the figures "
                                                   "(interactive) and the table; it opens in any browser, offline.")
 
 

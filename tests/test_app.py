@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit.testing.v1")
+import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import metrics as app_metrics  # noqa: E402
@@ -100,17 +102,18 @@ def loans(n: int = 300, seed: int = 0) -> pd.DataFrame:
 
 
 def offered_files(monkeypatch) -> dict[str, bytes]:
-    """The bytes of every file the app offers for download from now on, by file name (the test runtime keeps
-    them in memory only while the script runs)."""
-    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    """The bytes of every file the app offers for download from now on, by file name: what a download button holds,
+    or what its function writes when it is clicked (called here; large files are written on the click)."""
+    from streamlit.elements.widgets.button import ButtonMixin
 
-    files, real = {}, MemoryMediaFileStorage.load_and_get_id
+    files, real = {}, ButtonMixin.download_button
 
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        files[filename] = path_or_data
-        return real(self, path_or_data, mimetype, kind, filename)
+    def keep(self, label, data, file_name=None, *args, **kwargs):
+        files[file_name] = data() if callable(data) else data
+        return real(self, label, data, file_name, *args, **kwargs)
 
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    monkeypatch.setattr(ButtonMixin, "download_button", keep)
+    monkeypatch.setattr(st, "download_button", partial(keep, st._main))
     return files
 
 

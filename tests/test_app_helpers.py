@@ -920,3 +920,27 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
     assert "mixed 75% of that model's own answer" in classical_share(est(0.75))
     alone = classical_share(est(1.0))
     assert alone.startswith("On 512 example rows set aside to check") and "boosted trees" in alone
+
+
+def test_large_holdouts_draw_light_curves_and_a_sampled_scatter():
+    """A ROC or precision-recall curve keeps at most CURVE_POINTS + 1 vertices, its ends, and its area; the
+    predicted-vs-actual chart draws SCATTER_POINTS rows of a larger holdout, named in its title."""
+    from sklearn.metrics import auc as _area, roc_curve
+
+    rng = np.random.default_rng(0)
+    t = rng.random(100_000) < 0.3
+    s = t + rng.normal(size=len(t))
+    fpr, tpr, _ = roc_curve(t, s)
+    x, y = figures.thinned(fpr, tpr)
+    assert len(fpr) > 10_000 and len(x) <= figures.CURVE_POINTS + 1
+    assert (x[0], y[0], x[-1], y[-1]) == (fpr[0], tpr[0], fpr[-1], tpr[-1])
+    assert abs(_area(y, x) - _area(tpr, fpr)) < 1e-3
+    roc = figures.roc_figure(t, {"FEAT": s}, "yes")
+    pr = figures.precision_recall_figure(t, {"FEAT": s}, "yes")
+    assert len(roc.data[1].x) <= figures.CURVE_POINTS + 1 and len(pr.data[1].x) <= figures.CURVE_POINTS + 1
+    short = np.array([0.1, 0.4, 0.35, 0.8])
+    assert figures.thinned(short, short)[0].tolist() == short.tolist()            # short curves as they are
+    scatter = figures.pred_vs_actual(s[:20_000], {"FEAT": s[:20_000] + 1})
+    assert len(scatter.data[0].x) == figures.SCATTER_POINTS
+    assert scatter.layout.title.text == f"Predicted vs actual ({figures.SCATTER_POINTS:,} of 20,000 rows)"
+    assert set(scatter.data[0].x) <= set(s[:20_000]) and np.allclose(scatter.data[0].y, np.asarray(scatter.data[0].x) + 1)

@@ -1,6 +1,8 @@
 """Impute: fill every missing cell of the table with FEAT; highlight and download."""
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from app import downloads, engine, metrics, numbers, state
@@ -89,9 +91,10 @@ full = downloads.merge_columns(ds["df"], filled)
 st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
 d1, d2 = st.columns(2)
 stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
-d1.download_button("Download filled table (CSV)", downloads.csv_bytes(full), f"{stem}_imputed.csv", "text/csv",
+# the CSVs are written when their button is clicked, not on every rerun of the page
+d1.download_button("Download filled table (CSV)", partial(downloads.csv_bytes, full), f"{stem}_imputed.csv", "text/csv",
                    key="dl_imp_csv")
-d1.download_button("Download the filled cells with how sure FEAT is (CSV)", downloads.csv_bytes(sure),
+d1.download_button("Download the filled cells with how sure FEAT is (CSV)", partial(downloads.csv_bytes, sure),
                    f"{stem}_imputed_cells.csv", "text/csv", key="dl_imp_sure")
 try:
     d2.download_button("Download filled table (Parquet)", downloads.parquet_bytes(full), f"{stem}_imputed.parquet",

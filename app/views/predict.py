@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -365,7 +366,8 @@ st.markdown("#### Predictions")
 st.dataframe(numbers.style(pred_df.head(200), pred_formats), width="stretch", height=240, hide_index=True,
              placeholder="")
 d1, d2 = st.columns(2)
-d1.download_button("Download predictions (CSV)", downloads.csv_bytes(pred_df), f"feat_predictions_{tgt}.csv",
+# the CSV is written when the button is clicked (Streamlit calls the function), not on every rerun of the page
+d1.download_button("Download predictions (CSV)", partial(downloads.csv_bytes, pred_df), f"feat_predictions_{tgt}.csv",
                    "text/csv", key="dl_pred_csv")
 report.append(("Predictions", pred_df, pred_formats))
 state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html", "dl_pred_report")
@@ -383,7 +385,7 @@ if res["mode"] == "Fill in":     # the whole table as uploaded, the empty target
                f"{int(whole[flag].sum()):,} empty '{tgt}' cells and the known values as they were; the column "
                f"'{flag}' says which rows FEAT filled (True) and which were known (False).")
     w1, w2 = st.columns(2)
-    w1.download_button("Download the whole table, filled in (CSV)", downloads.csv_bytes(whole),
+    w1.download_button("Download the whole table, filled in (CSV)", partial(downloads.csv_bytes, whole),
                        f"feat_filled_{tgt}.csv", "text/csv", key="dl_whole_csv")
     try:
         w2.download_button("Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
