@@ -20,7 +20,9 @@ class StepCounter:
     `fits` of the n_runs are fits of the classical models rather than engine runs. Each kind then takes its
     share of the stream from the seconds its runs have taken so far on this machine (a kind not timed yet: the
     other's), re-estimated as runs end, so that the share done is a share of the time and the time left can be
-    told from it. Runs of one kind count equally: (i * total + done, n_runs * total) for run i."""
+    told from it. A run's seconds are the clock's, shared evenly among the runs under way at each moment
+    (`map_runs`' workers run several at once). Runs of one kind count equally:
+    (i * total + done, n_runs * total) for run i."""
 
     def __init__(self, progress: Progress | None, n_runs: int, fits: int = 0):
         self.progress, self.n_runs, self.run = progress, n_runs, 0
@@ -28,6 +30,8 @@ class StepCounter:
         self._mixed = 0 < fits < n_runs                       # two kinds to weigh; else every run counts alike
         self._made = {"fit": 0, "run": 0}                     # callbacks made so far, by kind
         self._timed = {"fit": [0.0, 0], "run": [0.0, 0]}      # seconds and runs ended, by kind
+        self._clock: dict[int, float] = {}                    # seconds of the clock each run under way has had
+        self._last = 0.0                                      # when the clock was last shared out
         self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1.0, None
 
     def callback(self, label: str, fit: bool = False) -> Progress | None:
@@ -40,14 +44,17 @@ class StepCounter:
             i, self.run = self.run, self.run + 1
             before = dict(self._made)                          # runs of each kind ahead of this one
             self._made[kind] += 1
-        began = [None]
+        began = [False]
 
         def cb(done: int, total: int, msg: str) -> None:
             now = time.monotonic()
             with self._lock:
-                began[0] = now if began[0] is None else began[0]
-                if total and done >= total:
-                    self._timed[kind][0] += now - began[0]
+                self._share_clock(now)
+                if not began[0]:
+                    began[0] = True
+                    self._clock[i] = 0.0
+                if total and done >= total and i in self._clock:
+                    self._timed[kind][0] += self._clock.pop(i)
                     self._timed[kind][1] += 1
                 frac = self._share(i, kind, before, done / total if total else 1.0)
                 if frac < self._shown:
@@ -61,6 +68,14 @@ class StepCounter:
             if threading.get_ident() == self._owner:
                 self.flush()
         return cb
+
+    def _share_clock(self, now: float) -> None:
+        """Share the seconds since the clock was last shared out evenly among the runs under way."""
+        if self._clock:
+            each = (now - self._last) / len(self._clock)
+            for run in self._clock:
+                self._clock[run] += each
+        self._last = now
 
     def _share(self, i: int, kind: str, before: dict[str, int], within: float) -> float:
         """The stream's share done when run i (of `kind`, after `before` runs of each kind) is `within` through,

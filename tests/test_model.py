@@ -440,6 +440,26 @@ def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monke
     assert seen[-1] == pytest.approx(11.5 / 12) and seen == sorted(seen)
 
 
+def test_step_counter_shares_the_clock_among_runs_that_ran_beside_each_other(monkeypatch):
+    """Engine runs two at a time (`map_runs`' workers), each 2 s long: each has taken 1 s of the clock, so after a
+    2-s fit and the first two runs the share done is 4 s of 6, not the 6 of 10 that their own lengths would give."""
+    import feat_engine.progress as fp
+    now, seen = [0.0], []
+    monkeypatch.setattr(fp.time, "monotonic", lambda: now[0])
+    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), 5, fits=1)
+    fit = steps.callback("member 1/1", fit=True)
+    fit(0, 1, "fitting")
+    now[0] = 2.0
+    fit(1, 1, "fitted")
+    first, second = steps.callback("part 1/4"), steps.callback("part 2/4")
+    first(0, 1, "encoding")
+    second(0, 1, "encoding")
+    now[0] = 4.0
+    first(1, 1, "done")
+    second(1, 1, "done")
+    assert seen[-1] == pytest.approx(4 / 6)
+
+
 @pytest.mark.parametrize("bf16", [False, True])
 def test_a_query_alone_gets_the_same_numbers_as_in_a_batch(model, bf16):
     """`run` decodes queries in blocks padded to QUERY_BLOCK rows, so a row's output does not move with the number
