@@ -551,9 +551,8 @@ def test_additive_view_reads_curved_effects_and_heavy_tails_that_a_line_misses()
 
 
 def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
-    """Past MAX_BASIS design columns the splines are not fitted at all: the features enter alone, through lbfgs
-    for a binary run (a Cholesky factor of so many columns is too large); many small linear effects on few rows
-    are read better by the lines than by the splines that fit noise."""
+    """Past MAX_BASIS design columns the splines are not fitted at all: the features enter alone, past
+    NEWTON_COLUMNS through lbfgs for a binary run (a Cholesky factor of so many columns is too large)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import SplineTransformer
 
@@ -562,10 +561,11 @@ def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(300, 40))
     y = x @ rng.normal(size=40) / np.sqrt(40) + 0.3 * rng.normal(size=300)
-    v = fit_additive_model(x, y, False, 0)                              # 40 x 8 = 320 columns: both candidates
-    assert v.design(x[:2]).shape == (2, 40)                            # the lines lose less on 300 rows
+    v = fit_additive_model(x, y, False, 0)                              # 40 x 8 = 320 columns: the lines alone
+    assert v.design(x[:2]).shape == (2, 40)
     fitted, solvers = [], []
     monkeypatch.setattr(lv, "MAX_BASIS", 39)
+    monkeypatch.setattr(lv, "NEWTON_COLUMNS", 39)
     monkeypatch.setattr(SplineTransformer, "fit", lambda self, *a, **k: fitted.append(1) or self)
     real = LogisticRegression.fit
     monkeypatch.setattr(LogisticRegression, "fit", lambda self, *a, **k: (solvers.append(self.solver), real(self, *a, **k))[1])

@@ -29,7 +29,8 @@ MAX_LEVELS = 255    # nominal columns with at most this many levels are the tree
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts LightGBM's 100
 STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
-MAX_BASIS = 2_048   # columns of the additive model's design at most with the splines (256 features); past it, none
+MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
+NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
 
 
@@ -172,8 +173,8 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
     """`fit_additive_model`'s candidates, not yet fitted on the whole context: splines (where the basis is small
     enough) and straight lines."""
     # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
-    # MAX_BASIS columns (a wide table's features alone), where a Cholesky factor is too large
-    wide = x_ctx.shape[1] > MAX_BASIS
+    # NEWTON_COLUMNS columns (a wide table's features alone), where a Cholesky factor is too large
+    wide = x_ctx.shape[1] > NEWTON_COLUMNS
     make = (lambda: LogisticRegression(solver="lbfgs" if wide else "newton-cholesky", max_iter=1000)) \
         if classification else Ridge
     fit = partial(_cross_fitted, "additive", y=y_ctx, classification=classification, make_model=make, seed=seed)
@@ -181,7 +182,8 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
     # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
     # context's features, never its labels. Each feature brings KNOTS + 2 of them, so on a wide table the spline
     # columns outnumber the rows and the Newton steps cost the cube of the columns (134 s and 3.5 GB at 2,000
-    # features): past MAX_BASIS columns the features enter alone (docs/decisions/0022-stacked-model.md)
+    # features), and at 40 features they were most of a short multiclass table's fit: past MAX_BASIS columns the
+    # features enter alone (docs/decisions/0022-stacked-model.md)
     if x_ctx.shape[1] * (1 + KNOTS + 2) <= MAX_BASIS:
         splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear")
         splines = splines.fit(np.nan_to_num(x_ctx))
