@@ -419,17 +419,24 @@ def test_step_counter_reports_workers_progress_on_its_own_thread_and_never_back(
     assert seen[1:] == [(7 / 8, "part 3: block", threading.get_ident())]
 
 
-def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monkeypatch):
-    """A fit of the classical models that took 10 s against engine runs of 1 s: the share done is a share of the
-    time, re-estimated when the first engine run ends (a kind not timed yet weighs what the other did)."""
+def _counter_after_a_fit(monkeypatch, runs: int, fit_s: float):
+    """A StepCounter over one classical-model fit and `runs` - 1 engine runs on a clock the test sets (now[0]), its
+    shares (seen), after a fit of `fit_s` seconds."""
     import feat_engine.progress as fp
     now, seen = [0.0], []
     monkeypatch.setattr(fp.time, "monotonic", lambda: now[0])
-    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), 3, fits=1)
+    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), runs, fits=1)
     fit = steps.callback("member 1/1", fit=True)
     fit(0, 1, "fitting")
-    now[0] = 10.0
+    now[0] = fit_s
     fit(1, 1, "fitted")
+    return steps, now, seen
+
+
+def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monkeypatch):
+    """A fit of the classical models that took 10 s against engine runs of 1 s: the share done is a share of the
+    time, re-estimated when the first engine run ends (a kind not timed yet weighs what the other did)."""
+    steps, now, seen = _counter_after_a_fit(monkeypatch, 3, 10.0)
     assert seen == [0.0, pytest.approx(1 / 3)]        # the engine runs not timed yet: 10 s each, as the fit
     run = steps.callback("member 1/1, part 1/2")
     run(0, 2, "encoding")
@@ -443,14 +450,7 @@ def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monke
 def test_step_counter_shares_the_clock_among_runs_that_ran_beside_each_other(monkeypatch):
     """Engine runs two at a time (`map_runs`' workers), each 2 s long: each has taken 1 s of the clock, so after a
     2-s fit and the first two runs the share done is 4 s of 6, not the 6 of 10 that their own lengths would give."""
-    import feat_engine.progress as fp
-    now, seen = [0.0], []
-    monkeypatch.setattr(fp.time, "monotonic", lambda: now[0])
-    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), 5, fits=1)
-    fit = steps.callback("member 1/1", fit=True)
-    fit(0, 1, "fitting")
-    now[0] = 2.0
-    fit(1, 1, "fitted")
+    steps, now, seen = _counter_after_a_fit(monkeypatch, 5, 2.0)
     first, second = steps.callback("part 1/4"), steps.callback("part 2/4")
     first(0, 1, "encoding")
     second(0, 1, "encoding")
