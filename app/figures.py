@@ -481,7 +481,6 @@ def thinned(x: np.ndarray, y: np.ndarray, points: int = CURVE_POINTS) -> tuple[n
         return x, y
     along = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(x), np.diff(y)))])
     keep = np.unique(np.append(np.searchsorted(along, np.linspace(0.0, along[-1], points + 1)), len(x) - 1))
-    keep = keep[keep < len(x)]
     return x[keep], y[keep]
 
 

@@ -17,7 +17,7 @@ from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
-from ..reading.blend import Blend, choose_blend, held_out_rows, holds_rows
+from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, Member, MemberChoice, content_order,
@@ -36,8 +36,8 @@ QUERY_BATCH = 131_072   # query rows scored and combined at a time (`_predicted`
 KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
                 f"rows member by member and keeps the members up to the first that changes their predictions by "
                 f"less than {MEMBER_TOL:g} (`member_choice_`). None plans {RULE_MEMBERS} members there, and where no "
-                f"rows are held out (contexts under 4,096 rows) {SHORT_MEMBERS}, or one where more than two classes are "
-                f"each read against the rest (`members.planned_members`). ")
+                f"rows are held out (contexts under {MIN_HELD * HELD_SHARE:,} rows) {SHORT_MEMBERS}, or one where more "
+                f"than two classes are each read against the rest (`members.planned_members`). ")
 
 
 class RunMatrices(NamedTuple):
