@@ -4,11 +4,21 @@ takes them, (b) one engine run of a local part's shape, (c) one-member fit + pre
 without the stacked model and the blend, one run on the whole context. Prints a markdown table; writes nothing.
 
     taskset -c 1 python bench/cpu_kernels.py --threads 1 --cases a,b
+
+With `--against DIR` it times case (c) alone, in fresh processes that import the engine from DIR (another checkout,
+say `git worktree add /tmp/old <commit>`) and from this checkout in turn, and prints the two medians, their ratio
+and the largest difference between their probabilities: issue 66's engine-bound case, old code against new.
+
+    python bench/cpu_kernels.py --threads 2 --against /tmp/old
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -18,7 +28,6 @@ from feat_engine import FEATClassifier
 from feat_engine.checkpoint import load_model
 from feat_engine.config import InferenceConfig
 from feat_engine.inference import autocast, cpu_name, run
-from feat_engine.model import cpu_scan
 
 
 def table(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -66,6 +75,7 @@ CASES = {
 
 def ab(fn, reps: int) -> dict[bool, list[float]]:
     """Seconds of `fn` with the kernel off and on, interleaved A/B/A/B after one warm-up call each."""
+    from feat_engine.model import cpu_scan
     times: dict[bool, list[float]] = {False: [], True: []}
     for rep in range(reps + 1):
         for on in (False, True):
@@ -78,17 +88,65 @@ def ab(fn, reps: int) -> dict[bool, list[float]]:
     return times
 
 
+def child(precision: str, reps: int, out: str) -> None:
+    """Case (c) in this process, whichever engine it imports: one warm-up call, then `reps` timed ones; writes the
+    seconds and the last call's probabilities to `out` (.npz)."""
+    go = case_estimator(precision == "bf16")
+    proba = go()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        proba = go()
+        times.append(time.perf_counter() - t)
+    np.savez(out, times=np.array(times), proba=proba)
+
+
+def against(other: str, args: argparse.Namespace) -> None:
+    """Case (c) with the engine of the checkout `other` and of this one, each in a fresh process, in turn, twice."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print("| precision | other checkout, median (min) | this checkout, median (min) | this / other | largest "
+          "probability difference |")
+    print("| :--- | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for prec in args.precisions.split(","):
+            runs: dict[str, list[float]] = {other: [], here: []}
+            proba = {}
+            for turn in range(2):
+                for code in (other, here):
+                    out = os.path.join(tmp, f"{prec}-{turn}-{code == here}.npz")
+                    env = {**os.environ, "PYTHONPATH": code}
+                    subprocess.run([sys.executable, __file__, "--child", prec, "--threads", str(args.threads),
+                                    "--reps", str(args.reps), "--child-out", out], env=env, check=True)
+                    got = np.load(out)
+                    runs[code] += list(got["times"])
+                    proba[code] = got["proba"]
+            cell = lambda c: f"{np.median(runs[c]):.2f} s ({min(runs[c]):.2f})"  # noqa: E731
+            diff = float(np.abs(proba[other] - proba[here]).max())
+            print(f"| {prec} | {cell(other)} | {cell(here)} | {np.median(runs[here]) / np.median(runs[other]):.2f} "
+                  f"| {diff:.2g} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1, help="torch's (and numba's) threads (default 1)")
     ap.add_argument("--cases", default="a,b,c", help="which of a, b, c (default all)")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--reps", type=int, default=5, help="timed calls per variant (default 5; c: 2)")
+    ap.add_argument("--against", metavar="DIR", help="case (c), the engine of checkout DIR against this one's")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.child:
+        return child(args.child, args.reps, args.child_out)
+    print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
+    if args.against:
+        against(os.path.abspath(args.against), args)
+        print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+        return
+    from feat_engine.model import cpu_scan
     if not cpu_scan.available():
         raise SystemExit("numba is not installed: pip install 'numba>=0.60,<1'")
-    print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
     print("| case | precision | PyTorch path, median (min) | kernel, median (min) | old / new |")
     print("| :--- | :--- | ---: | ---: | ---: |")
     for key in args.cases.split(","):

@@ -32,7 +32,7 @@ from feat_engine.predictions import roc_auc
 QUICK_TABLES = ["phoneme", "compas_two_year_recid", "pendigits"]
 
 
-def run_table(name: str, members: list[int], args) -> dict:
+def run_table(name: str, members: list[int | str], args) -> dict:
     from feat_engine import FEATClassifier
 
     X, y, task = C.load_table(name)
@@ -43,7 +43,7 @@ def run_table(name: str, members: list[int], args) -> dict:
     rec = {"table": name, "classes": k, "n_context": len(ctx), "n_test": len(te), "by_members": {}}
     for n in members:
         def predict(rows):
-            est = FEATClassifier(n_estimators=n, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+            est = FEATClassifier(n_estimators=None if n == "default" else n, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
             est.fit(X.iloc[rows].reset_index(drop=True), yv[rows])
             p = np.zeros((len(Xq), k))
             p[:, est.classes_.astype(int)] = est.predict_proba(Xq)
@@ -87,7 +87,7 @@ def report(recs, members, args, info, command, started, elapsed) -> tuple[list[s
              f"predicts the test rows from the context in its given order and from {args.shuffles} random permutations "
              "of it, with the same `random_state`. Flips: test rows whose predicted class changes; |Δp| and |ΔAUC|: mean "
              "absolute changes against the given order. 'members' is `n_estimators` (a table wider than 24 features "
-             f"gets at least ceil(D/24)). Per table: {C.results_ref(args.section, args.out)}.", ""]
+             f"gets at least ceil(D/24); 'default': the estimator's own plan). Per table: {C.results_ref(args.section, args.out)}.", ""]
     groups = [("binary", lambda r: r["classes"] == 2), ("multiclass", lambda r: r["classes"] > 2)]
     groups = [(f"the {sum(map(keep, recs))} {lab} ones", keep) for lab, keep in groups
               if 0 < sum(map(keep, recs)) < len(recs)]
@@ -121,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-context", type=int, default=2048)
     p.add_argument("--max-test", type=int, default=500)
     p.add_argument("--shuffles", type=int, default=None, help="context permutations (default 3; quick 2)")
-    p.add_argument("--members", default="1,4", help="ensemble sizes to compare (default 1 and the default 4)")
+    p.add_argument("--members", default="1,default",
+                   help="ensemble sizes to compare; 'default' is the estimator's own plan (default: 1,default)")
     p.add_argument("--device", default="auto")
     C.add_common_args(p, section="robustness")
     args = p.parse_args(argv)
     args.shuffles = args.shuffles or (2 if args.quick else 3)
-    members = [int(v) for v in args.members.split(",")]
+    members = [v if v == "default" else int(v) for v in args.members.split(",")]
     tables = [n for n, t in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None) if t == "classification"]
     return C.run_benchmark('robustness.py', argv, args, lambda: [run_table(n, members, args) for n in tables],
                            lambda recs, *rest: report(recs, members, args, *rest))

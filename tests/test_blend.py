@@ -109,12 +109,13 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
 
 
 def lightgbm_regressor(seed: int):
-    """LightGBM's regressor at its defaults as the tree view sets it up (a test's oracle)."""
+    """LightGBM's regressor as the tree view sets it up on fewer than 1,260 rows (a test's oracle): its defaults but
+    63 bins a feature."""
     import lightgbm as lgb
     import torch
 
     return lgb.LGBMRegressor(random_state=seed, verbose=-1, n_jobs=torch.get_num_threads(), deterministic=True,
-                             force_row_wise=True)
+                             force_row_wise=True, max_bin=63)
 
 
 def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_native_categories():
@@ -157,15 +158,17 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
 
 def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
     """Up to STOP_ROWS context rows the tree view boosts the library's 100 rounds; beyond, early stopping on a
-    tenth of the rows chooses up to MAX_ROUNDS, one setting for every fold."""
-    from feat_engine.reading.stacked_model import MAX_ROUNDS, STOP_ROWS
+    tenth of the rows chooses up to MAX_ROUNDS, one setting for every fold. Its histogram has a bin per BIN_ROWS
+    rows: MIN_BINS on a short context, LightGBM's 255 on a long one."""
+    from feat_engine.reading.stacked_model import MAX_ROUNDS, MIN_BINS, STOP_ROWS
 
     rng = np.random.default_rng(0)
-    for n, stops in ((STOP_ROWS, False), (STOP_ROWS + 1, True)):
+    for n, stops, bins in ((1_000, False, MIN_BINS), (STOP_ROWS, False, 255), (STOP_ROWS + 1, True, 255)):
         x = rng.normal(size=(n, 3)).astype(np.float32)
         y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.1 * rng.normal(size=n)
         model = fit_tree_model(x, y, False, 0).model.model
         assert model.n_estimators == (MAX_ROUNDS if stops else 100)
+        assert model.max_bin == bins
         assert (model.best_iteration_ > 100) is stops   # this smooth target keeps improving past 100 rounds
 
 

@@ -29,6 +29,8 @@ MAX_LEVELS = 255    # nominal columns with at most this many levels are the tree
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts LightGBM's 100
 STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
+BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a fit (LightGBM's smallest leaf), ...
+MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
 NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
@@ -205,9 +207,16 @@ def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, s
     return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)])
 
 
+def tree_bins(rows: int) -> int:
+    """Histogram bins per feature of a tree model fitted on `rows` rows: one per BIN_ROWS rows, between MIN_BINS and
+    MAX_BINS. On a short context LightGBM's 255 candidate thresholds a feature split noise as finely as signal and
+    were most of the boosting's time (docs/decisions/0023-tree-model.md)."""
+    return int(np.clip(rows // BIN_ROWS, MIN_BINS, MAX_BINS))
+
+
 class BoostedTrees:
-    """LightGBM's gradient boosting at its defaults, with the `categories` columns as its native categorical
-    features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
+    """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`), with the `categories`
+    columns as its native categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
     once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's prediction or
     a binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the estimators pass
     torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's default)."""
@@ -221,7 +230,7 @@ class BoostedTrees:
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
         self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
-                          n_jobs=self.threads, deterministic=True, force_row_wise=True)
+                          n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)))
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
             fit(x, y)
