@@ -14,7 +14,6 @@ and the largest difference between their probabilities: issue 66's engine-bound 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys

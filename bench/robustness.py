@@ -43,7 +43,8 @@ def run_table(name: str, members: list[int | str], args) -> dict:
     rec = {"table": name, "classes": k, "n_context": len(ctx), "n_test": len(te), "by_members": {}}
     for n in members:
         def predict(rows):
-            est = FEATClassifier(n_estimators=None if n == "default" else n, random_state=C.SEED, device=args.device, checkpoint=args.checkpoint)
+            est = FEATClassifier(n_estimators=None if n == "default" else n, random_state=C.SEED, device=args.device,
+                                 checkpoint=args.checkpoint)
             est.fit(X.iloc[rows].reset_index(drop=True), yv[rows])
             p = np.zeros((len(Xq), k))
             p[:, est.classes_.astype(int)] = est.predict_proba(Xq)
@@ -87,7 +88,8 @@ def report(recs, members, args, info, command, started, elapsed) -> tuple[list[s
              f"predicts the test rows from the context in its given order and from {args.shuffles} random permutations "
              "of it, with the same `random_state`. Flips: test rows whose predicted class changes; |Δp| and |ΔAUC|: mean "
              "absolute changes against the given order. 'members' is `n_estimators` (a table wider than 24 features "
-             f"gets at least ceil(D/24); 'default': the estimator's own plan). Per table: {C.results_ref(args.section, args.out)}.", ""]
+             "gets at least ceil(D/24); 'default': the estimator's own plan). "
+             f"Per table: {C.results_ref(args.section, args.out)}.", ""]
     groups = [("binary", lambda r: r["classes"] == 2), ("multiclass", lambda r: r["classes"] > 2)]
     groups = [(f"the {sum(map(keep, recs))} {lab} ones", keep) for lab, keep in groups
               if 0 < sum(map(keep, recs)) < len(recs)]

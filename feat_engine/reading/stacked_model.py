@@ -216,10 +216,11 @@ def tree_bins(rows: int) -> int:
 
 class BoostedTrees:
     """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`), with the `categories`
-    columns as its native categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
-    once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's prediction or
-    a binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the estimators pass
-    torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's default)."""
+    columns as its native categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a
+    class label) and stops boosting once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score
+    is a regressor's prediction or a binary classifier's logit, each row's from that row alone. It boosts on
+    `threads` threads (the estimators pass torch's count on the calling thread, which `inference.map_runs` shares
+    out; None: LightGBM's default)."""
 
     def __init__(self, classification: bool, seed: int, categories: list[int], threads: int | None = None):
         self.classification, self.seed, self.categories, self.threads = classification, seed, categories, threads
