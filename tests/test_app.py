@@ -103,12 +103,15 @@ def loans(n: int = 300, seed: int = 0) -> pd.DataFrame:
 
 def offered_files(monkeypatch) -> dict[str, bytes]:
     """The bytes of every file the app offers for download from now on, by file name: what a download button holds,
-    or what its function writes when it is clicked (called here; large files are written on the click)."""
+    or what its function writes when it is clicked (called here; large files are written on the click). Every
+    button must leave the page as it is when clicked (`on_click="ignore"`): a rerun drops the file written on the
+    click, and the browser's request for it can then come too late (Streamlit: "Deferred file ... not found")."""
     from streamlit.elements.widgets.button import ButtonMixin
 
     files, real = {}, ButtonMixin.download_button
 
     def keep(self, label, data, file_name=None, *args, **kwargs):
+        assert kwargs.get("on_click") == "ignore", f"{label!r} reruns the page when clicked"
         files[file_name] = data() if callable(data) else data
         return real(self, label, data, file_name, *args, **kwargs)
 
@@ -598,9 +601,10 @@ def test_fill_in_offers_the_whole_table_with_the_filled_rows_marked(monkeypatch)
     pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(files["feat_filled_cultivar.parquet"])), whole)
 
 
-def test_impute_fills_every_missing_cell_and_highlights():
+def test_impute_fills_every_missing_cell_and_highlights(monkeypatch):
     df = small_table(100, missing=0.1)
     n_nan = int(df.isna().sum().sum())
+    files = offered_files(monkeypatch)                  # every download button leaves the page as it is
     at = new_app()
     upload(at, "holes.csv", csv(df))
     bars, where = charts(at)                                          # the Data view shows where cells are empty
@@ -622,6 +626,7 @@ def test_impute_fills_every_missing_cell_and_highlights():
     labels = [d.label for d in at.get("download_button")]
     assert {"Download filled table (CSV)", "Download filled table (Parquet)",
             "Download a report of this run (HTML)"} <= set(labels)
+    assert pd.read_csv(io.BytesIO(files["holes_imputed.csv"])).notna().all(axis=None)
     sure = at.dataframe[1].value                                        # one row per filled cell
     assert len(sure) == n_nan and sure["how sure"].str.startswith("typical error ± ").all()   # numbers: their own
     at.radio(key="imp_draw").set_value(True)
@@ -633,7 +638,8 @@ def test_impute_fills_every_missing_cell_and_highlights():
     assert len(sure) == n_nan and sure["how sure"].str.startswith("typical error ± ").all()
 
 
-def test_masking_demo_scores_feat_and_baselines():
+def test_masking_demo_scores_feat_and_baselines(monkeypatch):
+    files = offered_files(monkeypatch)                  # every download button leaves the page as it is
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/masking.py").run()
@@ -655,6 +661,7 @@ def test_masking_demo_scores_feat_and_baselines():
     for f in res["filled"].values():
         assert not f.isna().any(axis=None)
     assert "Download a report of this run (HTML)" in [d.label for d in at.get("download_button")]
+    assert len(pd.read_csv(io.BytesIO(files["masking_scores.csv"]))) > 0
 
 
 def _graph(at: AppTest) -> dict:
@@ -672,7 +679,7 @@ def _graph_colours(graph: dict) -> pd.Series:
     return pd.Series(arr(nodes["marker"]["color"]).astype(float), index=list(arr(nodes["text"])))
 
 
-def test_relations_heatmaps_graph_and_parts():
+def test_relations_heatmaps_graph_and_parts(monkeypatch):
     """The six matrices, the graph and the target's bars; the rows sampled by default are the engine's own default
     sample of its FEAT matrices (what their accuracy was measured with), or the whole of a shorter table."""
     import inspect
@@ -682,6 +689,7 @@ def test_relations_heatmaps_graph_and_parts():
 
     for fn in (fe.relation_matrix, fe.dependence_matrix, fe.edge_matrix):
         assert inspect.signature(fn).parameters["max_rows"].default == engine.RELATION_ROWS
+    files = offered_files(monkeypatch)                  # every download button leaves the page as it is
     at = new_app()
     upload(at, "wine_small.csv", csv(small_table(120)))
     at.switch_page("views/relations.py").run()
@@ -752,6 +760,7 @@ def test_relations_heatmaps_graph_and_parts():
     assert labels == ["FEAT attention (CSV)", "FEAT dependence (CSV)", "FEAT edges (CSV)", "Mutual information (CSV)",
                       "Pearson (CSV)", "Spearman (CSV)", "All 6, long format (CSV)",
                       "Download a report of this run (HTML)"]
+    assert len(pd.read_csv(io.BytesIO(files["relations_all.csv"]))) > 0
 
 
 def test_excel_and_parquet_uploads_render():

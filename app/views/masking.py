@@ -138,7 +138,7 @@ report.append(("Per-column scores", wide.reset_index()))
 with st.expander("Per-column scores"):
     st.dataframe(numbers.style(wide), width="stretch", placeholder="")
     st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
-                       "text/csv", key="dl_mask_scores")
+                       "text/csv", key="dl_mask_scores", on_click="ignore")
 
 st.markdown("#### Before and after, on a sample of rows")
 truth, masked = res["truth"], res["masked"]
