@@ -383,10 +383,11 @@ def pred_vs_actual(y_true, preds: dict[str, np.ndarray], target: str = "target",
     y_true = np.asarray(y_true, dtype=float)
     n = len(y_true)
     rows = np.sort(np.random.default_rng(0).choice(n, SCATTER_POINTS, replace=False)) if n > SCATTER_POINTS else None
+    shown = y_true if rows is None else y_true[rows]
     fig = go.Figure()
     for name, p in preds.items():
         p = np.asarray(p, dtype=float)
-        p, shown = (p, y_true) if rows is None else (p[rows], y_true[rows])
+        p = p if rows is None else p[rows]
         said = np.array([[actual_format(a), predicted_format(b)] for a, b in zip(shown.tolist(), p.tolist())],
                         dtype=object).reshape(-1, 2)
         fig.add_trace(go.Scatter(x=shown, y=p, mode="markers", name=name, opacity=0.7, customdata=said,

@@ -301,16 +301,20 @@ def said_cancelled(where: str) -> None:
         st.info("The run was cancelled. The table and the earlier results are as they were.", icon=":material/cancel:")
 
 
+def download_button(where: Any, label: str, data: Any, file_name: str, mime: str, key: str, **kwargs: Any) -> None:
+    """Every download button of the app, in the container `where` (`st` or a column): `data` bytes, or a function
+    Streamlit calls when the button is clicked. A click does not rerun the page (`on_click="ignore"`): a rerun drops
+    the file a click asked for, and when it ends before the browser's request arrives, Streamlit answers "not found"
+    and nothing downloads (docs/decisions/0038-app.md)."""
+    where.download_button(label, data, file_name, mime, key=key, on_click="ignore", **kwargs)
+
+
 def report_button(title: str, parts: list[tuple[str, object]], filename: str, key: str) -> None:
     """A download button for one run's report (`downloads.report_html`): its settings, scores, figures and table,
-    written when the button is clicked (Streamlit calls the function), not on every rerun of the page. Like every
-    download button of the app it does not rerun the page (`on_click="ignore"`): a rerun drops the file a click
-    asked for, and when it ends before the browser's request arrives, Streamlit answers "not found" and nothing
-    downloads (docs/decisions/0038-app.md)."""
-    st.download_button("Download a report of this run (HTML)", partial(downloads.report_html, title, list(parts)),
-                       filename, "text/html", key=key, on_click="ignore",
-                       help="One page with the settings, the results, the figures (interactive) and the table; it "
-                            "opens in any browser, offline.")
+    written when the button is clicked (Streamlit calls the function), not on every rerun of the page."""
+    download_button(st, "Download a report of this run (HTML)", partial(downloads.report_html, title, list(parts)),
+                    filename, "text/html", key, help="One page with the settings, the results, the figures "
+                                                     "(interactive) and the table; it opens in any browser, offline.")
 
 
 def show_error(e: Exception) -> None:

@@ -92,13 +92,13 @@ st.caption("The download holds every column of the uploaded table; ignored colum
 d1, d2 = st.columns(2)
 stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
 # the CSVs are written when their button is clicked, not on every rerun of the page
-d1.download_button("Download filled table (CSV)", partial(downloads.csv_bytes, full), f"{stem}_imputed.csv", "text/csv",
-                   key="dl_imp_csv", on_click="ignore")
-d1.download_button("Download the filled cells with how sure FEAT is (CSV)", partial(downloads.csv_bytes, sure),
-                   f"{stem}_imputed_cells.csv", "text/csv", key="dl_imp_sure", on_click="ignore")
+state.download_button(d1, "Download filled table (CSV)", partial(downloads.csv_bytes, full), f"{stem}_imputed.csv",
+                      "text/csv", "dl_imp_csv")
+state.download_button(d1, "Download the filled cells with how sure FEAT is (CSV)", partial(downloads.csv_bytes, sure),
+                      f"{stem}_imputed_cells.csv", "text/csv", "dl_imp_sure")
 try:
-    d2.download_button("Download filled table (Parquet)", downloads.parquet_bytes(full), f"{stem}_imputed.parquet",
-                       "application/octet-stream", key="dl_imp_parquet", on_click="ignore")
+    state.download_button(d2, "Download filled table (Parquet)", downloads.parquet_bytes(full),
+                          f"{stem}_imputed.parquet", "application/octet-stream", "dl_imp_parquet")
 except aio.TableError as e:
     d2.caption(str(e))
 state.report_button(f"FEAT imputation of {ds['name']}",

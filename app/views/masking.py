@@ -137,8 +137,8 @@ wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method"
 report.append(("Per-column scores", wide.reset_index()))
 with st.expander("Per-column scores"):
     st.dataframe(numbers.style(wide), width="stretch", placeholder="")
-    st.download_button("Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
-                       "text/csv", key="dl_mask_scores", on_click="ignore")
+    state.download_button(st, "Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
+                          "text/csv", "dl_mask_scores")
 
 st.markdown("#### Before and after, on a sample of rows")
 truth, masked = res["truth"], res["masked"]

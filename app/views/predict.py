@@ -367,14 +367,13 @@ st.dataframe(numbers.style(pred_df.head(200), pred_formats), width="stretch", he
              placeholder="")
 d1, d2 = st.columns(2)
 # the CSV is written when the button is clicked (Streamlit calls the function), not on every rerun of the page
-d1.download_button("Download predictions (CSV)", partial(downloads.csv_bytes, pred_df), f"feat_predictions_{tgt}.csv",
-                   "text/csv", key="dl_pred_csv", on_click="ignore")
+state.download_button(d1, "Download predictions (CSV)", partial(downloads.csv_bytes, pred_df),
+                      f"feat_predictions_{tgt}.csv", "text/csv", "dl_pred_csv")
 report.append(("Predictions", pred_df, pred_formats))
 state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html", "dl_pred_report")
 try:
-    d2.download_button("Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
-                       f"feat_predictions_{tgt}.parquet", "application/octet-stream", key="dl_pred_parquet",
-                       on_click="ignore")
+    state.download_button(d2, "Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
+                          f"feat_predictions_{tgt}.parquet", "application/octet-stream", "dl_pred_parquet")
 except aio.TableError as e:
     d2.caption(str(e))
 
@@ -386,11 +385,10 @@ if res["mode"] == "Fill in":     # the whole table as uploaded, the empty target
                f"{int(whole[flag].sum()):,} empty '{tgt}' cells and the known values as they were; the column "
                f"'{flag}' says which rows FEAT filled (True) and which were known (False).")
     w1, w2 = st.columns(2)
-    w1.download_button("Download the whole table, filled in (CSV)", partial(downloads.csv_bytes, whole),
-                       f"feat_filled_{tgt}.csv", "text/csv", key="dl_whole_csv", on_click="ignore")
+    state.download_button(w1, "Download the whole table, filled in (CSV)", partial(downloads.csv_bytes, whole),
+                          f"feat_filled_{tgt}.csv", "text/csv", "dl_whole_csv")
     try:
-        w2.download_button("Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
-                           f"feat_filled_{tgt}.parquet", "application/octet-stream", key="dl_whole_parquet",
-                           on_click="ignore")
+        state.download_button(w2, "Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
+                              f"feat_filled_{tgt}.parquet", "application/octet-stream", "dl_whole_parquet")
     except aio.TableError as e:
         w2.caption(str(e))

@@ -136,12 +136,11 @@ for start in range(0, len(names), 4):
         if name == "all":
             long = pd.concat([mats[n].loc[order, order].rename_axis(index="row", columns="column").stack()
                               .rename("value").reset_index().assign(method=n) for n in mats], ignore_index=True)
-            col.download_button(f"All {len(mats)}, long format (CSV)", downloads.csv_bytes(long), "relations_all.csv",
-                                "text/csv", key="dl_rel_all", width="stretch", on_click="ignore")
+            state.download_button(col, f"All {len(mats)}, long format (CSV)", downloads.csv_bytes(long),
+                                  "relations_all.csv", "text/csv", "dl_rel_all", width="stretch")
             continue
         slug = name.lower().replace(" ", "_")
-        col.download_button(f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
-                            f"relations_{slug}.csv", "text/csv", key=f"dl_rel_{slug}", width="stretch",
-                            on_click="ignore")
+        state.download_button(col, f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
+                              f"relations_{slug}.csv", "text/csv", f"dl_rel_{slug}", width="stretch")
 st.caption(f"Computed on {res['n_rows']:,} rows in {state.seconds_text(res['seconds'])}.")
 state.report_button(f"FEAT relations in {ds['name']}", report, "relations_report.html", "dl_rel_report")

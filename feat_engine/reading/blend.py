@@ -18,17 +18,24 @@ MIN_HELD = 512       # ... if that makes at least this many (shorter contexts ar
 MAX_HELD = 2048      # ... and at most this many
 
 
+def _held_count(n: int) -> int:
+    """How many of a context's n rows are held out of its parts: one in HELD_SHARE, at most MAX_HELD; 0 where that
+    would be fewer than MIN_HELD."""
+    k = min(MAX_HELD, n // HELD_SHARE)
+    return k if k >= MIN_HELD else 0
+
+
 def holds_rows(n: int) -> bool:
     """Whether a context of n rows has rows held out of its parts (`held_out_rows`)."""
-    return min(MAX_HELD, n // HELD_SHARE) >= MIN_HELD
+    return _held_count(n) > 0
 
 
 def held_out_rows(n: int, y: np.ndarray | None, seed: int | None) -> np.ndarray | None:
     """Sorted indices of the context rows (of n) held out of the local parts to choose the weight; None
     where that would be fewer than MIN_HELD. Class labels y, where given, stratify the choice."""
-    if not holds_rows(n):
+    k = _held_count(n)
+    if not k:
         return None
-    k = min(MAX_HELD, n // HELD_SHARE)
     stratify = y is not None and np.unique(y, return_counts=True)[1].min() >= 2
     _, held = train_test_split(np.arange(n), test_size=k, random_state=seed, stratify=y if stratify else None)
     return np.sort(held)
