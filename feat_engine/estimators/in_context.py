@@ -19,6 +19,7 @@ from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
 from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows
 from ..reading.context_size import HeldOutLoss, choose_local_context
+from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, Member, MemberChoice, content_order,
                                plan_members, planned_members, prediction_change)
@@ -92,6 +93,9 @@ class InContextBase(FEATBase, ABC):
         order = content_order(X, y)
         X, y = X.iloc[order], np.asarray(y)[order]
         detail = self._fit_features(X)
+        for note in giveaways(self.context_, y, classification, self.preprocessor_.nominal_,
+                              self.preprocessor_.feature_names_):
+            warnings.warn(note, FEATDataWarning, stacklevel=3)
         self.y_ = y
         n, d = self.context_.shape
         width = max(1, self._model_width() - (self.view is not None))     # the stacked model takes one slot
