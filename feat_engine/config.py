@@ -28,10 +28,11 @@ class ModelConfig(_Serialised):
     n_blocks: int = 4             # L: dual-axis blocks
     schedule: tuple[str, ...] = ("afbm", "afbm", "afbm", "gla")  # sample-axis mixer per block, repeated
     attn_heads: int = 4           # feature-axis MHSA heads
+    attn_dim: int = 0             # feature-axis width of queries, keys and values (0: d); head dim = attn_dim / attn_heads
     ffn_mult: int = 2             # feature-axis FFN hidden = ffn_mult * d
     d_state: int = 16             # Mamba-2 state size N
     ssm_heads: int = 4            # Mamba-2 heads; head dim = expand * d / ssm_heads
-    expand: int = 1               # Mamba-2 inner width = expand * d
+    expand: float = 1             # Mamba-2 inner width = expand * d
     chunk_size: int = 16          # SSD chunk length Q
     conv_kernel: int = 5          # Conv-GLA depthwise kernel K
     gla_heads: int = 4            # Conv-GLA heads
@@ -112,6 +113,8 @@ class TrainConfig(_Serialised):
     max_steps: int = 10**9
     threads: int = 0               # torch intra-op threads (0: torch default)
     slow_down_init: bool = False   # --init-from: give model.slow_heads of each AFBM's heads slow decay (AFBM.slow_down)
+    teacher: str = ""              # a checkpoint to distil from (train/distill.py); a fresh run starts from it, pruned
+    distill_weight: float = 1.0    # weight of the distillation loss beside the loss on the prior's own targets
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":

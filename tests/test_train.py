@@ -273,3 +273,70 @@ def test_a_packed_folder_stands_in_for_shared(tmp_path, monkeypatch):
     monkeypatch.setattr(carry, "real_eval_tasks", lambda: [])
     with pytest.raises(FileNotFoundError, match="setup.sh"):
         carry.pack(tmp_path / "empty")
+
+
+def test_a_pruned_student_keeps_whole_heads_of_its_teacher():
+    """train/distill.py: pruned to its own shape the teacher is unchanged; narrowed, a kept feature-attention head
+    attends as it did in the teacher (and the label token alone reads as in the full pass at the narrower width),
+    and a kept AFBM head reads the same x and step."""
+    from feat_engine.train.distill import prune
+
+    torch.manual_seed(4)
+    cfg = ModelConfig(d_model=32, attn_heads=4, ssm_heads=4, gla_heads=2, d_hidden=32, dfe_rank=8, d_state=8)
+    teacher = FEAT(cfg).eval()
+    x, y = torch.randn(2, 40, 5), torch.randn(2, 30)
+    with torch.no_grad():
+        a, b = teacher(x, y, "regression"), prune(teacher, cfg).eval()(x, y, "regression")
+        assert torch.equal(a.pred, b.pred) and torch.equal(a.recon, b.recon)
+        narrow = ModelConfig(**{**cfg.to_dict(), "attn_heads": 2, "attn_dim": 16, "ffn_mult": 1, "ssm_heads": 2,
+                                "expand": 0.5})
+        student = prune(teacher, narrow).eval()
+        h = teacher.embed(x, None, None, teacher.column_ids(2, 5))
+        _, w_t = teacher.blocks[0].rows(h, return_attention=True)
+        full, w_s = student.blocks[0].rows(h, return_attention=True)
+        torch.testing.assert_close(student.blocks[0].rows(h, last_only=True)[0], full[..., -1:, :])
+        kept = [i for i in range(4) if any(torch.allclose(w_t[..., i, :, :], w_s[..., j, :, :]) for j in range(2))]
+        assert len(kept) == 2
+        tm, sm = teacher.blocks[0].mixer, student.blocks[0].mixer
+        u = torch.randn(3, 10, 32)
+        _, xt, Bt, _, dtt = tm._project(u)
+        _, xs, Bs, _, dts = sm._project(u)
+        torch.testing.assert_close(Bt, Bs)
+        heads = [i for i in range(4) if any(torch.allclose(xt[..., i, :], xs[..., j, :]) for j in range(2))]
+        assert len(heads) == 2
+        torch.testing.assert_close(dtt[..., heads], dts)
+        assert student(x, y, "regression").pred.shape == a.pred.shape
+    with pytest.raises(ValueError, match="keeps the teacher's d_model"):
+        prune(teacher, ModelConfig(**{**cfg.to_dict(), "d_model": 16}))
+
+
+def test_a_distillation_run_starts_pruned_and_learns_from_both_losses(tmp_path):
+    """A run with a teacher starts from it pruned, and its step adds the distillation terms, which are zero when
+    the student's outputs are the teacher's."""
+    from feat_engine.checkpoint import save_checkpoint
+    from feat_engine.prior.batches import BatchStream
+    from feat_engine.train.distill import distill_loss, prune
+    from feat_engine.train.loop import Trainer
+
+    cfg = TrainConfig.from_dict({**TINY, "out_dir": str(tmp_path / "t")})
+    torch.manual_seed(6)
+    teacher = FEAT(cfg.model)
+    save_checkpoint(tmp_path / "teacher.pt", teacher)
+    student_cfg = {**TINY["model"], "attn_heads": 1, "attn_dim": 16, "ffn_mult": 1, "ssm_heads": 1, "expand": 0.5}
+    tr = Trainer(TrainConfig.from_dict({**TINY, "model": student_cfg, "teacher": str(tmp_path / "teacher.pt"),
+                                        "out_dir": str(tmp_path / "s")}))
+    for k, v in prune(teacher.eval(), tr.cfg.model).state_dict().items():
+        torch.testing.assert_close(tr.model.state_dict()[k], v)
+    stream = BatchStream(0, 0, tr.cfg.prior, 1, use_real=False, tokens=tr.cfg.batch_tokens)
+    seen = set()
+    try:
+        for _ in range(6):
+            terms = tr.train_step(stream.get())
+            seen |= set(terms)
+            assert all(torch.isfinite(torch.tensor(v)) for v in terms.values())
+    finally:
+        stream.close()
+    assert {"kd_recon", "recon"} <= seen and ({"kd_cls", "cls"} <= seen or {"kd_reg", "reg"} <= seen)
+    out = teacher.eval()(torch.randn(1, 20, 3), torch.randint(0, 2, (1, 12)).float(), "classification", 2)
+    loss, _ = distill_loss(out, out, "classification", torch.ones(1, 20, 3, dtype=torch.bool))
+    assert abs(loss.item()) < 1e-6

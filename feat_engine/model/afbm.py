@@ -54,7 +54,7 @@ class AFBM(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d, h, n = cfg.d_model, cfg.ssm_heads, cfg.d_state
-        self.d_inner = cfg.expand * d
+        self.d_inner = round(cfg.expand * d)
         self.heads, self.head_dim, self.d_state = h, self.d_inner // h, n
         self.chunk_size = cfg.chunk_size
         self.in_proj = nn.Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt

@@ -33,10 +33,10 @@ class FeatureAttention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d = cfg.d_model
-        self.heads = cfg.attn_heads
+        self.heads, self.inner = cfg.attn_heads, cfg.attn_dim or d
         self.norm1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
+        self.qkv = nn.Linear(d, 3 * self.inner)
+        self.proj = nn.Linear(self.inner, d)
         self.norm2 = nn.LayerNorm(d)
         self.ffn = nn.Sequential(nn.Linear(d, cfg.ffn_mult * d), nn.GELU(), nn.Linear(cfg.ffn_mult * d, d))
 
@@ -44,20 +44,21 @@ class FeatureAttention(nn.Module):
         """x: (..., C, d) -> (..., C, d), or (..., 1, d) with `last_only`: the last token (the label)
         alone, reading every token's keys and values, as the full output's last token is."""
         *lead, C, d = x.shape
-        hd = d // self.heads
+        e = self.inner
+        hd = e // self.heads
         n = self.norm1(x)
         if last_only:   # queries of the last token only; keys and values of all
-            kv = F.linear(n, self.qkv.weight[d:], self.qkv.bias[d:]).view(-1, C, 2, self.heads, hd).permute(2, 0, 3, 1, 4)
+            kv = F.linear(n, self.qkv.weight[e:], self.qkv.bias[e:]).view(-1, C, 2, self.heads, hd).permute(2, 0, 3, 1, 4)
             # the label token's rows as one 2-D matrix: a strided (..., 1, d) slice sends F.linear to a batched
             # matmul against a copy of the weight per row
-            q = F.linear(n[..., -1, :].reshape(-1, d), self.qkv.weight[:d], self.qkv.bias[:d]).view(-1, 1, self.heads, hd).transpose(1, 2)
+            q = F.linear(n[..., -1, :].reshape(-1, d), self.qkv.weight[:e], self.qkv.bias[:e]).view(-1, 1, self.heads, hd).transpose(1, 2)
             k, v = kv[0], kv[1]
             x, C = x[..., -1:, :], 1
         else:
             q, k, v = self.qkv(n).view(-1, C, 3, self.heads, hd).permute(2, 0, 3, 1, 4)
         w = softmax_last((q @ k.transpose(-1, -2)).float() * hd ** -0.5)
         a = w.to(v.dtype) @ v
-        a = a.transpose(1, 2).reshape(*lead, C, d)
+        a = a.transpose(1, 2).reshape(*lead, C, e)
         x = x + self.proj(a)
         x = x + self.ffn(self.norm2(x))
         return x, (w.view(*lead, self.heads, C, w.shape[-1]) if return_attention else None)

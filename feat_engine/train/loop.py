@@ -25,6 +25,7 @@ from ..model import FEAT
 from ..model.afbm import AFBM
 from ..prior.batches import Batch, BatchStream
 from ..prior.real import allowlist
+from .distill import distill_loss, prune
 from .evaluate import baseline_scores, evaluate, real_eval_tasks, summarise
 from .losses import batch_tensors, feat_loss
 
@@ -53,7 +54,11 @@ class Trainer:
         torch.manual_seed(cfg.seed + self.rank)
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.model = FEAT(cfg.model).to(self.device)
+        self.teacher = None
+        if cfg.teacher:             # frozen, in eval mode; the student starts from it, pruned, unless resumed
+            self.teacher = load_checkpoint(cfg.teacher, self.device)[0].requires_grad_(False)
+        self.model = (FEAT(cfg.model) if self.teacher is None or resume or init_from
+                      else prune(self.teacher, cfg.model)).to(self.device)
         self.net = DistributedDataParallel(self.model, find_unused_parameters=True) if self.world > 1 else self.model
         self.opt = schedulefree.AdamWScheduleFree(
             self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps)
@@ -107,7 +112,7 @@ class Trainer:
 
     def _meta(self, scores: dict[str, float]) -> dict[str, Any]:
         cpu_seconds = sum(v for k, v in self.seconds_on.items() if k.startswith("cpu"))
-        return {"name": "feat-small", "step": self.step, "tables_seen": self.tables_seen,
+        return {"name": "feat-fast" if self.cfg.teacher else "feat-small", "step": self.step, "tables_seen": self.tables_seen,
                 "cpu_hours": cpu_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
                 "train_hours": self.train_seconds / 3600, "hours_on": {k: v / 3600 for k, v in self.seconds_on.items()},
                 "scores": scores, "prior": self.cfg.prior.to_dict()}
@@ -123,9 +128,17 @@ class Trainer:
         x, y_ctx, y_q, x_true, recon, n_cls = batch_tensors(b, self.device)
         self.model.train()
         self.opt.train()
+        ids = self.model.column_ids(x.shape[0], x.shape[2])      # a fresh S-DFE draw, the teacher's too
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            out = self.net(x, y_ctx, b.task, n_cls)
+            out = self.net(x, y_ctx, b.task, n_cls, column_ids=ids)
+            if self.teacher is not None:
+                with torch.no_grad():
+                    taught = self.teacher(x, y_ctx, b.task, n_cls, column_ids=ids)
         loss, terms = feat_loss(out, y_q, b.task, x_true, recon, self.cfg.huber_delta)
+        if self.teacher is not None:
+            kd, kd_terms = distill_loss(out, taught, b.task, recon)
+            loss = loss + self.cfg.distill_weight * kd
+            terms.update(kd_terms)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         terms["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip))
