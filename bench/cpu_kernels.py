@@ -10,6 +10,9 @@ say `git worktree add /tmp/old <commit>`) and from this checkout in turn, and pr
 and the largest difference between their probabilities: issue 66's engine-bound case, old code against new.
 
     python bench/cpu_kernels.py --threads 2 --against /tmp/old
+
+`--checkpoint PATH` with `--against` runs this checkout on that checkpoint (issue 66's student against the teacher
+on the old code); the probability difference then compares two models.
 """
 from __future__ import annotations
 
@@ -57,11 +60,11 @@ def case_run(bf16: bool, rows: int = 1024, features: int = 20, queries: int = 12
                        device="cpu")
 
 
-def case_estimator(bf16: bool, rows: int = 8192, features: int = 20, queries: int = 2000):
+def case_estimator(bf16: bool, rows: int = 8192, features: int = 20, queries: int = 2000, checkpoint: str | None = None):
     """FEATClassifier(n_estimators=1, local_context=None, view=None, blend=False): fit + predict_proba."""
     x, y = table(rows + queries, features)
     est = FEATClassifier(n_estimators=1, local_context=None, view=None, blend=False, device="cpu",
-                         precision="bf16" if bf16 else "fp32")
+                         precision="bf16" if bf16 else "fp32", checkpoint=checkpoint)
     return lambda: est.fit(x[:rows], y[:rows]).predict_proba(x[rows:])
 
 
@@ -87,10 +90,10 @@ def ab(fn, reps: int) -> dict[bool, list[float]]:
     return times
 
 
-def child(precision: str, reps: int, out: str) -> None:
+def child(precision: str, reps: int, out: str, checkpoint: str | None = None) -> None:
     """Case (c) in this process, whichever engine it imports: one warm-up call, then `reps` timed ones; writes the
     seconds and the last call's probabilities to `out` (.npz)."""
-    go = case_estimator(precision == "bf16")
+    go = case_estimator(precision == "bf16", checkpoint=checkpoint)
     proba = go()
     times = []
     for _ in range(reps):
@@ -114,8 +117,9 @@ def against(other: str, args: argparse.Namespace) -> None:
                 for code in (other, here):
                     out = os.path.join(tmp, f"{prec}-{turn}-{code == here}.npz")
                     env = {**os.environ, "PYTHONPATH": code}
+                    ckpt = ["--checkpoint", args.checkpoint] if args.checkpoint and code == here else []
                     subprocess.run([sys.executable, __file__, "--child", prec, "--threads", str(args.threads),
-                                    "--reps", str(args.reps), "--child-out", out], env=env, check=True)
+                                    "--reps", str(args.reps), "--child-out", out, *ckpt], env=env, check=True)
                     got = np.load(out)
                     runs[code] += list(got["times"])
                     proba[code] = got["proba"]
@@ -132,12 +136,14 @@ def main() -> None:
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--reps", type=int, default=5, help="timed calls per variant (default 5; c: 2)")
     ap.add_argument("--against", metavar="DIR", help="case (c), the engine of checkout DIR against this one's")
+    ap.add_argument("--checkpoint", help="with --against: this checkout runs this checkpoint (a student), the other "
+                    "its default")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.child:
-        return child(args.child, args.reps, args.child_out)
+        return child(args.child, args.reps, args.child_out, args.checkpoint)
     print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
     if args.against:
         against(os.path.abspath(args.against), args)
