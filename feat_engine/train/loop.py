@@ -112,7 +112,8 @@ class Trainer:
 
     def _meta(self, scores: dict[str, float]) -> dict[str, Any]:
         cpu_seconds = sum(v for k, v in self.seconds_on.items() if k.startswith("cpu"))
-        return {"name": "feat-fast" if self.cfg.teacher else "feat-small", "step": self.step, "tables_seen": self.tables_seen,
+        return {"name": "feat-fast" if self.cfg.teacher else "feat-small", "step": self.step,
+                "tables_seen": self.tables_seen,
                 "cpu_hours": cpu_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
                 "train_hours": self.train_seconds / 3600, "hours_on": {k: v / 3600 for k, v in self.seconds_on.items()},
                 "scores": scores, "prior": self.cfg.prior.to_dict()}
