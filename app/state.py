@@ -62,9 +62,9 @@ def save_session() -> None:
 
 
 @st.cache_resource(show_spinner="Loading the FEAT checkpoint ...")
-def model_info() -> dict:
-    """The shipped checkpoint, loaded once per server process."""
-    return engine.model_info()
+def model_info(name: str = "small") -> dict:
+    """A shipped checkpoint ("small" or "fast"), loaded once per server process."""
+    return engine.model_info(name)
 
 
 def digest_of(data: bytes) -> str:
@@ -193,10 +193,11 @@ FITS = "fits"          # the fitted estimators of this session, newest last
 KEPT_FITS = 2          # ... at most this many (each holds its context and encoded states)
 
 
-def fit_key(target: str, task: str, rows: np.ndarray, params: dict) -> str:
-    """The key of a fit: the table and its column types, the target and task, the example rows and the settings."""
+def fit_key(target: str, task: str, rows: np.ndarray, params: dict, model: str = "small") -> str:
+    """The key of a fit: the table and its column types, the target and task, the example rows, the settings and
+    the shipped model (by name: `params` holds it loaded)."""
     ds = dataset()
-    settings = sorted((k, repr(v)) for k, v in params.items() if k != "checkpoint")
+    settings = sorted((k, repr(v)) for k, v in params.items() if k != "checkpoint") + [("model", model)]
     parts = [ds["digest"] if ds else "", repr(sorted(types().items())), str(target), task,
              hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest(), repr(settings)]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
@@ -325,11 +326,11 @@ def show_error(e: Exception) -> None:
         st.error(note_words(str(e)), icon=":material/error:")
 
 
-def run_params(**kw) -> dict:
-    """Estimator arguments: the user's run parameters plus the model cached by `model_info`
-    (so every run reuses the one loaded checkpoint)."""
+def run_params(model: str = "small", **kw) -> dict:
+    """Estimator arguments: the user's run parameters plus the shipped model `model` ("small" or "fast") cached by
+    `model_info` (so every run reuses the one loaded checkpoint)."""
     try:
-        base = dict(model_info()["estimator_args"])
+        base = dict(model_info(model)["estimator_args"])
     except Exception:  # the engine then loads (and reports on) the checkpoint itself
         base = {}
     base.update(kw)

@@ -207,9 +207,9 @@ def machine() -> dict:
 
 def checkpoint_line(path: str | None) -> str:
     """Which checkpoint a run used: path, size, modification time and what its meta says."""
-    from feat_engine.checkpoint import load_checkpoint
+    from feat_engine.checkpoint import checkpoint_path, load_checkpoint
 
-    p = Path(path) if path else ROOT / "assets" / "feat-small.pt"
+    p = checkpoint_path(path)
     desc = f"`{p.relative_to(ROOT) if p.is_absolute() and ROOT in p.parents else p}`"
     try:
         st = p.stat()
@@ -355,7 +355,8 @@ def precision_text(precision: str, device: str = "auto") -> str:
 
 
 def add_common_args(p: argparse.ArgumentParser, section: str | None) -> None:
-    p.add_argument("--checkpoint", default=None, help="FEAT checkpoint (default: the shipped assets/feat-small.pt)")
+    p.add_argument("--checkpoint", default=None, help="FEAT checkpoint: a file, or a shipped one by name, small (the default) or "
+                                                    "fast")
     p.add_argument("--threads", type=int, default=None, help="torch / BLAS / baseline threads (default: all cores)")
     p.add_argument("--out", default=None, help="write the section into this file instead of docs/benchmarks.md")
     p.add_argument("--no-write", action="store_true", help="print the section only")

@@ -5,7 +5,12 @@
         --note 5331="stage 3 (configs/pretrain-small-stage3.yaml, --init-from stage 2)" --earlier-max-rows 512
 
 Every number in the card is read from the checkpoint's meta, the run's JSONL log or the
-bar evaluation's JSON; nothing is typed in by hand. The training history is a table with one
+bar evaluation's JSON; nothing is typed in by hand. Its section on the shipped checkpoints (feat-small and its
+student feat-fast) is read from both files and from a pair of `bench/quality.py` JSON results:
+
+    python bench/model_card.py --shipped-only --shipped-bars SMALL.json FAST.json [...]
+
+rewrites that section alone in an existing card (--out). The training history is a table with one
 row per run or resumed run of the log; what the log does not hold (a stage's config and flags,
 the steps before the log) comes from --note and --earlier-max-rows. --out writes the card
 elsewhere (and its curve beside it).
@@ -22,7 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from feat_engine.checkpoint import edge_head_path, load_edge_head, read_checkpoint  # noqa: E402
+from feat_engine.checkpoint import SHIPPED, edge_head_path, load_edge_head, read_checkpoint  # noqa: E402
 from feat_engine.config import ModelConfig  # noqa: E402
 from feat_engine.model import FEAT  # noqa: E402
 
@@ -140,10 +145,65 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
 
 
+SHIPPED_MARKS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
+
+
+def _blocks(cfg: ModelConfig) -> str:
+    """A checkpoint's blocks in the terms its student differs by."""
+    return (f"attention {cfg.attn_heads} heads of {(cfg.attn_dim or cfg.d_model) // cfg.attn_heads}, FFN {cfg.ffn_mult}d, "
+            f"Mamba-2 {cfg.ssm_heads} heads (expand {cfg.expand:g})")
+
+
+def shipped_lines(bars: list[list[str]] | None = None) -> list[str]:
+    """The card's section on both shipped checkpoints, between SHIPPED_MARKS; `bars`: pairs of quality.py JSON
+    results (feat-small's run, feat-fast's run), one pair per protocol."""
+    rows = [["checkpoint", "`checkpoint=`", "parameters", "file", "blocks", "trained"]]
+    for key, path in SHIPPED.items():
+        if not path.is_file():
+            continue
+        blob = read_checkpoint(path)
+        meta, cfg = blob["meta"], ModelConfig.from_dict(blob["config"])
+        n = sum(t.numel() for t in FEAT(cfg).state_dict().values())
+        taught = (f", taught by `{meta['teacher']}` (weights sha256 `{meta['teacher_sha256'][:12]}…`)"
+                  if meta.get("teacher") else "")
+        rows.append([meta.get("name", path.stem), f'"{key}"' + (" (default)" if key == "small" else ""), f"{n:,}",
+                     f"{path.stat().st_size / 1e6:.1f} MB", _blocks(cfg),
+                     f"step {meta.get('step')}, {meta.get('tables_seen', 0):,} tables, "
+                     f"{meta.get('train_hours', 0):.2f} h{taught}"])
+    out = [SHIPPED_MARKS[0], "## Shipped checkpoints", "", _table(rows), "",
+           "feat-fast is feat-small narrowed inside each block (same width d, embeddings, heads and Conv-GLA block), "
+           "started from feat-small's weights pruned to whole heads and FFN units and taught by it on the stage-4 "
+           "prior: the pretraining loss plus the distance to feat-small's outputs "
+           "(`feat-pretrain --config configs/distill-fast.yaml --hours H`; docs/decisions/0043-student.md). It "
+           "reads a row at about half the matrix-product work and scores close to feat-small at the estimators' "
+           "defaults:"]
+    for small, fast in bars or []:
+        a, b = (json.loads(Path(f).read_text()) for f in (small, fast))
+        cmd = a["command"].replace(" --checkpoint small", "")
+        sa, sb = (x["summary"] for x in (a, b))
+        t = [x["classification"]["feat"]["time_s"] + x["regression"]["feat"]["time_s"] for x in (sa, sb)]
+        out += ["", f"- `{cmd}` (then `--checkpoint fast`), {a['machine']['cpu']}, {a['machine']['threads']} "
+                f"threads, commit {a['machine']['commit']}, {a['started']}: feat-small mean ROC-AUC "
+                f"{sa['classification']['feat']['auc']:.4f}, mean R² {sa['regression']['feat']['r2']:.4f} in "
+                f"{t[0]:.0f} s; feat-fast {sb['classification']['feat']['auc']:.4f} / "
+                f"{sb['regression']['feat']['r2']:.4f} in {t[1]:.0f} s ({t[1] / t[0]:.2f} of the time)."]
+    return out + [SHIPPED_MARKS[1]]
+
+
+def with_shipped(card: str, lines: list[str]) -> str:
+    """`card` with its shipped-checkpoints section replaced by `lines` (inserted before "## Architecture")."""
+    start, end = SHIPPED_MARKS
+    section = "\n".join(lines)
+    if start in card and end in card:
+        return card[:card.index(start)] + section + card[card.index(end) + len(end):]
+    at = card.index("## Architecture")
+    return card[:at] + section + "\n\n" + card[at:]
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default=str(ROOT / "assets" / "feat-small.pt"))
-    p.add_argument("--log", required=True, action="append", help="the run's log.jsonl; repeat for later stages, in order")
+    p.add_argument("--log", action="append", default=[], help="the run's log.jsonl; repeat for later stages, in order")
     p.add_argument("--bar", help="JSON summary written by bench/quality.py (its --out file's .json)")
     p.add_argument("--bar-command", default="")
     p.add_argument("--train-command", default="feat-pretrain --config configs/pretrain-small.yaml --hours H")
@@ -153,7 +213,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--earlier-max-rows", type=int, default=None,
                    help="the largest table of the steps before the log (its prior is not in the log)")
     p.add_argument("--out", default=str(ROOT / "assets" / "model-card.md"))
+    p.add_argument("--shipped-bars", nargs=2, action="append", metavar=("SMALL_JSON", "FAST_JSON"),
+                   help="bench/quality.py JSON results of feat-small and feat-fast on one protocol; repeat per protocol")
+    p.add_argument("--shipped-only", action="store_true", help="rewrite only the shipped checkpoints' section of --out")
     a = p.parse_args(argv)
+    if a.shipped_only:
+        card = Path(a.out)
+        card.write_text(with_shipped(card.read_text(), shipped_lines(a.shipped_bars)))
+        print(f"wrote the shipped checkpoints' section of {a.out}")
+        return
+    if not a.log:
+        p.error("--log is required to write a whole card")
     notes = {int(k.replace(",", "")): v for k, _, v in (n.partition("=") for n in a.note)}
 
     blob = read_checkpoint(a.checkpoint)
@@ -215,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.bar:
         bar = json.loads(Path(a.bar).read_text())
         parts += ["", "## Quality on the development tables", f"Command: `{a.bar_command}`", "", bar.get("markdown", "```\n" + json.dumps(bar, indent=1) + "\n```")]
+    parts = with_shipped("\n".join(parts), shipped_lines(a.shipped_bars)).split("\n")
     parts += ["", f"_Card written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `python bench/model_card.py`._", ""]
     Path(a.out).write_text("\n".join(parts))
     print(f"wrote {a.out} and {curve}")

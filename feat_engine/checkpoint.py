@@ -3,6 +3,8 @@
 A missing, truncated, corrupted or mismatched file raises `CheckpointError`, whose
 message names the file and the problem. Loaded models are kept in a cache per file
 (`load_model_and_meta`); edge heads live beside their checkpoint (docs/decisions/0009-checkpoint-format.md).
+Two checkpoints ship, by name: "small" (the default) and "fast", its student at about half the cost per row read
+(docs/decisions/0043-student.md).
 """
 from __future__ import annotations
 
@@ -21,8 +23,17 @@ from .model.edge_head import EdgeHead
 
 FORMAT = "feat-checkpoint"
 VERSION = 1
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "assets" / "feat-small.pt"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+SHIPPED = {"small": ASSETS / "feat-small.pt", "fast": ASSETS / "feat-fast.pt"}
+DEFAULT_CHECKPOINT = SHIPPED["small"]
 EDGE_FORMAT = "feat-edge-head"
+
+
+def checkpoint_path(checkpoint: str | os.PathLike | None) -> Path:
+    """The file a `checkpoint` argument names: None is the default, "small" and "fast" the shipped ones, else a path."""
+    if checkpoint is None:
+        return DEFAULT_CHECKPOINT
+    return SHIPPED.get(checkpoint, Path(checkpoint)) if isinstance(checkpoint, str) else Path(checkpoint)
 
 
 def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
@@ -74,8 +85,9 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.device = "cpu") -> tuple[FEAT, dict[str, Any]]:
-    """Build the model from a checkpoint (default: the shipped one) in eval mode, fp32 weights."""
-    path = DEFAULT_CHECKPOINT if path is None else Path(path)
+    """Build the model from a checkpoint (a file, a shipped one's name, or None for the default) in eval mode,
+    fp32 weights."""
+    path = checkpoint_path(path)
     blob = read_checkpoint(path)
     model = FEAT(ModelConfig.from_dict(blob["config"]))
     sd = {k: (v.float() if v.is_floating_point() else v) for k, v in blob["state_dict"].items()}
@@ -88,7 +100,7 @@ def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.d
 
 def edge_head_path(checkpoint: str | os.PathLike | None = None) -> Path:
     """Where a checkpoint's edge head lives: beside it, `<name>-edges.pt`."""
-    p = DEFAULT_CHECKPOINT if checkpoint is None else Path(checkpoint)
+    p = checkpoint_path(checkpoint)
     return p.with_name(p.stem + "-edges.pt")
 
 
@@ -139,7 +151,7 @@ def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, di
 
     The key includes the file's mtime and size, so a checkpoint replaced on disk is reloaded.
     """
-    p = Path(DEFAULT_CHECKPOINT if path is None else path).resolve()
+    p = checkpoint_path(path).resolve()
     st = p.stat() if p.is_file() else None
     key = (str(p), st.st_mtime_ns if st else None, st.st_size if st else None)
     with _LOCK:
@@ -156,7 +168,8 @@ def load_model(path: str | os.PathLike | None = None) -> FEAT:
     Parameters
     ----------
     path : str, path-like or None, default None
-        The checkpoint file; None for the shipped assets/feat-small.pt. It is loaded once per (path,
+        The checkpoint file, or a shipped one by name: "small" (assets/feat-small.pt, also None) or "fast"
+        (assets/feat-fast.pt). It is loaded once per (path,
         modification time, size), so a file replaced on disk is read again. A missing, truncated, corrupted
         or mismatched file raises `CheckpointError` naming the file and the problem.
 
@@ -170,7 +183,7 @@ def load_model(path: str | os.PathLike | None = None) -> FEAT:
 
 
 def resolve_model(checkpoint: str | os.PathLike | FEAT | None) -> tuple[FEAT, dict[str, Any]]:
-    """An estimator's `checkpoint` parameter (path, loaded model or None) -> (model, meta)."""
+    """An estimator's `checkpoint` parameter (path, shipped name, loaded model or None) -> (model, meta)."""
     if isinstance(checkpoint, FEAT):
         return checkpoint.eval(), {}
     return load_model_and_meta(checkpoint)

@@ -295,7 +295,17 @@ def test_predict_classification_evaluate_with_gbdt():
     np.testing.assert_array_equal(again["feat"]["proba"], res["feat"]["proba"])
     at.number_input(key="pred_seed").set_value(1)
     at.button(key="pred_run").click().run()                  # another split: fitted afresh
-    assert not at.session_state["result:predict"]["fit_reused"]
+    seed1 = at.session_state["result:predict"]
+    assert not seed1["fit_reused"] and "model: feat-small" in seed1["settings"]
+    model = at.radio(key="pred_model")
+    assert model.value == "small" and "0.68-0.81 of feat-small's time" in model.proto.help
+    model.set_value("fast")
+    at.button(key="pred_run").click().run()                  # the faster model: fitted afresh, and said
+    no_trouble(at)
+    fast = at.session_state["result:predict"]
+    assert not fast["fit_reused"] and "model: feat-fast" in fast["settings"]
+    assert at.subheader[0].value.endswith("by feat-fast")
+    assert np.abs(fast["feat"]["proba"] - seed1["feat"]["proba"]).max() > 1e-3
 
 
 def test_arithmetic_choice_reaches_the_estimator():

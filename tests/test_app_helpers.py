@@ -551,14 +551,17 @@ def test_baseline_imputers_fill_only_nan(name):
 
 # --------------------------------------------------------------------------- engine door
 
-def test_model_info_and_card_title():
+def test_model_info_of_both_shipped_checkpoints():
+    """The sidebar's facts and the estimator arguments of each shipped checkpoint; the faster one has fewer
+    parameters, and only feat-small ships with an edge head."""
     from app import engine
-    assert engine._card_title("intro\n# Model card: feat-small v1\ntext") == "feat-small v1"
-    assert engine._card_title("## FEAT small\n") == "FEAT small"
-    assert engine._card_title(None) is None
-    info = engine.model_info()
-    assert info["params"] > 10_000 and info["file_mb"] > 0 and info["device"] in ("cpu", "cuda")
-    assert info["estimator_args"]["checkpoint"] is info["model"]
+    small, fast = engine.model_info("small"), engine.model_info("fast")
+    for info in (small, fast):
+        assert info["params"] > 10_000 and info["file_mb"] > 0 and info["device"] in ("cpu", "cuda")
+        assert info["estimator_args"]["checkpoint"] is info["model"]
+    assert (small["name"], fast["name"]) == ("feat-small", "feat-fast")
+    assert fast["params"] < 0.7 * small["params"]
+    assert small["edge_head"] is not None and fast["edge_head"] is None
 
 
 def test_engine_input_errors_become_engine_errors():

@@ -173,6 +173,10 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
         page.get_by_role("button", name="Download a report of this run (HTML)").click()
     assert cut_labels(browser, _saved(dl.value, tmp_path)) == []               # the report's labels are whole
     _shot(page, "predict")
+    page.get_by_text("feat-fast: faster, nearly as accurate").click()      # the faster model, said in the heading
+    page.get_by_role("button", name="Run prediction").click()
+    page.get_by_text(re.compile(r"example rows, by feat-fast$")).wait_for(timeout=RUN_TIMEOUT)
+    wait_idle(page)
 
     # --- a reload keeps the table and the run
     page.reload()

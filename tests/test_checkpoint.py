@@ -181,3 +181,15 @@ def test_missing_or_malformed_entries_are_checkpoint_errors(saved, key, value):
         blob[key] = value
     torch.save(blob, saved)
     _assert_error(saved)
+
+
+def test_the_shipped_checkpoints_by_name():
+    """checkpoint="fast" and "small" name the shipped files; "fast" is feat-small's student (narrower blocks, same
+    width), distilled from the shipped feat-small (its meta names the teacher's weights), stored in half precision."""
+    from feat_engine.checkpoint import DEFAULT_CHECKPOINT, SHIPPED, checkpoint_path, resolve_model
+    assert checkpoint_path(None) == checkpoint_path("small") == DEFAULT_CHECKPOINT
+    assert checkpoint_path("fast") == SHIPPED["fast"] and checkpoint_path("x/fast") != SHIPPED["fast"]
+    small, fast = resolve_model("small"), resolve_model("fast")
+    assert fast[0].cfg.d_model == small[0].cfg.d_model and fast[0].cfg.ffn_mult < small[0].cfg.ffn_mult
+    assert fast[1]["name"] == "feat-fast" and fast[1]["teacher_sha256"] == read_checkpoint(DEFAULT_CHECKPOINT)["sha256"]
+    assert all(v.dtype != torch.float32 for v in read_checkpoint(SHIPPED["fast"])["state_dict"].values())

@@ -58,13 +58,18 @@ def test_classifier_labels_probabilities_and_determinism():
     assert not np.array_equal(p, other)
 
 
+@pytest.mark.parametrize("checkpoint", [None, "fast"])
 @pytest.mark.parametrize("Est", [FEATClassifier, FEATRegressor])
-def test_query_rows_are_independent(Est):
+def test_query_rows_are_independent(Est, checkpoint):
+    """On both shipped checkpoints; "fast" is another model, so its answers differ from feat-small's."""
     X, y = data()
     y = (y > 0).astype(int) if Est is FEATClassifier else y
-    m = Est(n_estimators=1).fit(X[:60], y[:60])
+    m = Est(n_estimators=1, checkpoint=checkpoint).fit(X[:60], y[:60])
     f = m.predict_proba if Est is FEATClassifier else m.predict
     full = f(X[60:])
+    if checkpoint == "fast":
+        small = Est(n_estimators=1).fit(X[:60], y[:60])
+        assert np.abs((small.predict_proba if Est is FEATClassifier else small.predict)(X[60:]) - full).max() > 1e-3
     alone = np.concatenate([f(X[60 + i:61 + i]) for i in range(3)])
     np.testing.assert_allclose(alone, full[:3], rtol=1e-5, atol=1e-6)
     perm = np.random.default_rng(0).permutation(20)

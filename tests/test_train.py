@@ -313,7 +313,7 @@ def test_a_pruned_student_keeps_whole_heads_of_its_teacher():
 def test_a_distillation_run_starts_pruned_and_learns_from_both_losses(tmp_path):
     """A run with a teacher starts from it pruned, and its step adds the distillation terms, which are zero when
     the student's outputs are the teacher's."""
-    from feat_engine.checkpoint import save_checkpoint
+    from feat_engine.checkpoint import read_checkpoint, save_checkpoint
     from feat_engine.prior.batches import BatchStream
     from feat_engine.train.distill import distill_loss, prune
     from feat_engine.train.loop import Trainer
@@ -327,6 +327,7 @@ def test_a_distillation_run_starts_pruned_and_learns_from_both_losses(tmp_path):
                                         "out_dir": str(tmp_path / "s")}))
     for k, v in prune(teacher.eval(), tr.cfg.model).state_dict().items():
         torch.testing.assert_close(tr.model.state_dict()[k], v)
+    assert tr._meta({})["teacher_sha256"] == read_checkpoint(tmp_path / "teacher.pt")["sha256"]     # named in its card
     stream = BatchStream(0, 0, tr.cfg.prior, 1, use_real=False, tokens=tr.cfg.batch_tokens)
     seen = set()
     try:

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from scipy.special import expit, softmax
 
-from ..checkpoint import DEFAULT_CHECKPOINT, edge_head_path, load_edge_head, resolve_model
+from ..checkpoint import checkpoint_path, edge_head_path, load_edge_head, resolve_model
 from ..errors import FEATInputError
 from ..inference import autocast, map_runs, precision_config, resolve_device, run
 from ..model import FEAT
@@ -90,8 +90,9 @@ def dependence_matrix(
     precision : {"auto", "fp32", "bf16"}, default "auto"
         Arithmetic of the engine's matrix products, as the estimators' `precision`: "auto" takes bf16 where it
         is fast (a GPU, or a CPU that multiplies bf16 natively) and fp32 elsewhere.
-    checkpoint : path, FEAT or None, default None
-        The pretrained model: a checkpoint file, a loaded model, or None for the shipped one.
+    checkpoint : path, {"small", "fast"}, FEAT or None, default None
+        The pretrained model: a checkpoint file, a loaded model, or a shipped one by name ("small", also None,
+        or "fast").
     progress : callable or None, default None
         Called as progress(done, total, message) over the runs, one per column.
 
@@ -185,9 +186,10 @@ def edge_matrix(
         Where the engine runs, as in `dependence_matrix`.
     precision : {"auto", "fp32", "bf16"}, default "auto"
         Arithmetic of the engine's matrix products, as in `dependence_matrix`.
-    checkpoint : path, FEAT or None, default None
+    checkpoint : path, {"small", "fast"}, FEAT or None, default None
         The pretrained model, as in `dependence_matrix`.
-        The edge head is looked up beside the file (or the shipped one) unless `edge_head` is given.
+        The edge head is looked up beside the file (or the shipped one) unless `edge_head` is given; only
+        "small" ships with one.
     edge_head : path, EdgeHead or None, default None
         The edge head: a file, a loaded head, or None for the one beside the checkpoint
         (`<checkpoint>-edges.pt`). A file is checked to have been trained on the checkpoint's tokens (when
@@ -209,8 +211,8 @@ def edge_matrix(
     elif isinstance(checkpoint, FEAT) and edge_head is None:
         raise FEATInputError("edge_matrix with a loaded model as `checkpoint` needs its `edge_head` too")
     else:
-        backbone = DEFAULT_CHECKPOINT if checkpoint is None else checkpoint
-        head, _ = load_edge_head(edge_head or edge_head_path(backbone), None if isinstance(backbone, FEAT) else backbone)
+        backbone = checkpoint_path(checkpoint)
+        head, _ = load_edge_head(edge_head or edge_head_path(backbone), backbone)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     z = _codes_as_numbers(z, n_classes)
     d = z.shape[1]
@@ -273,7 +275,7 @@ def relation_matrix(
         Where the engine runs, as in `dependence_matrix`.
     precision : {"auto", "fp32", "bf16"}, default "auto"
         Arithmetic of the engine's matrix products, as in `dependence_matrix`.
-    checkpoint : path, FEAT or None, default None
+    checkpoint : path, {"small", "fast"}, FEAT or None, default None
         The pretrained model, as in `dependence_matrix`.
     progress : callable or None, default None
         Called as progress(done, total, message), one step per member.

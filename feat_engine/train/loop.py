@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ..checkpoint import load_checkpoint, save_checkpoint
+from ..checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from ..config import TrainConfig
 from ..inference import bf16_is_fast, cpu_name, resolve_device
 from ..model import FEAT
@@ -57,6 +57,7 @@ class Trainer:
         self.teacher = None
         if cfg.teacher:             # frozen, in eval mode; the student starts from it, pruned, unless resumed
             self.teacher = load_checkpoint(cfg.teacher, self.device)[0].requires_grad_(False)
+            self.teacher_sha256 = read_checkpoint(cfg.teacher)["sha256"]
         self.model = (FEAT(cfg.model) if self.teacher is None or resume or init_from
                       else prune(self.teacher, cfg.model)).to(self.device)
         self.net = DistributedDataParallel(self.model, find_unused_parameters=True) if self.world > 1 else self.model
@@ -116,7 +117,8 @@ class Trainer:
                 "tables_seen": self.tables_seen,
                 "cpu_hours": cpu_seconds * max(1, torch.get_num_threads()) / 3600 * self.world,
                 "train_hours": self.train_seconds / 3600, "hours_on": {k: v / 3600 for k, v in self.seconds_on.items()},
-                "scores": scores, "prior": self.cfg.prior.to_dict()}
+                "scores": scores, "prior": self.cfg.prior.to_dict(),
+                **({"teacher": self.cfg.teacher, "teacher_sha256": self.teacher_sha256} if self.teacher else {})}
 
     def log(self, rec: dict[str, Any]) -> None:
         if self.rank:
