@@ -8,7 +8,6 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -332,6 +332,6 @@ def run_params(model: str = "small", **kw) -> dict:
     try:
         base = dict(model_info(model)["estimator_args"])
     except Exception:  # the engine then loads (and reports on) the checkpoint itself
-        base = {}
+        base = {"checkpoint": model}
     base.update(kw)
     return base

@@ -355,8 +355,8 @@ def precision_text(precision: str, device: str = "auto") -> str:
 
 
 def add_common_args(p: argparse.ArgumentParser, section: str | None) -> None:
-    p.add_argument("--checkpoint", default=None, help="FEAT checkpoint: a file, or a shipped one by name, small (the default) or "
-                                                    "fast")
+    p.add_argument("--checkpoint", default=None,
+                   help="FEAT checkpoint: a file, or a shipped one by name, small (the default) or fast")
     p.add_argument("--threads", type=int, default=None, help="torch / BLAS / baseline threads (default: all cores)")
     p.add_argument("--out", default=None, help="write the section into this file instead of docs/benchmarks.md")
     p.add_argument("--no-write", action="store_true", help="print the section only")

@@ -150,7 +150,8 @@ SHIPPED_MARKS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 
 def _blocks(cfg: ModelConfig) -> str:
     """A checkpoint's blocks in the terms its student differs by."""
-    return (f"attention {cfg.attn_heads} heads of {(cfg.attn_dim or cfg.d_model) // cfg.attn_heads}, FFN {cfg.ffn_mult}d, "
+    head = (cfg.attn_dim or cfg.d_model) // cfg.attn_heads
+    return (f"attention {cfg.attn_heads} heads of {head}, FFN {cfg.ffn_mult}d, "
             f"Mamba-2 {cfg.ssm_heads} heads (expand {cfg.expand:g})")
 
 
@@ -214,7 +215,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="the largest table of the steps before the log (its prior is not in the log)")
     p.add_argument("--out", default=str(ROOT / "assets" / "model-card.md"))
     p.add_argument("--shipped-bars", nargs=2, action="append", metavar=("SMALL_JSON", "FAST_JSON"),
-                   help="bench/quality.py JSON results of feat-small and feat-fast on one protocol; repeat per protocol")
+                   help="bench/quality.py JSON results of feat-small and feat-fast on one protocol; repeat per "
+                        "protocol")
     p.add_argument("--shipped-only", action="store_true", help="rewrite only the shipped checkpoints' section of --out")
     a = p.parse_args(argv)
     if a.shipped_only:

@@ -169,8 +169,8 @@ def load_model(path: str | os.PathLike | None = None) -> FEAT:
     ----------
     path : str, path-like or None, default None
         The checkpoint file, or a shipped one by name: "small" (assets/feat-small.pt, also None) or "fast"
-        (assets/feat-fast.pt). It is loaded once per (path,
-        modification time, size), so a file replaced on disk is read again. A missing, truncated, corrupted
+        (assets/feat-fast.pt). It is loaded once per (path, modification time, size), so a file replaced on
+        disk is read again. A missing, truncated, corrupted
         or mismatched file raises `CheckpointError` naming the file and the problem.
 
     Returns

@@ -564,6 +564,17 @@ def test_model_info_of_both_shipped_checkpoints():
     assert small["edge_head"] is not None and fast["edge_head"] is None
 
 
+def test_run_params_name_the_chosen_model_when_it_cannot_be_loaded_here(monkeypatch):
+    """If the cached model cannot be loaded, the run still names the chosen checkpoint (the engine then loads it
+    and reports its error) rather than falling back to the default model in silence."""
+    from app import state
+
+    def broken(name="small"):
+        raise OSError("no such file")
+    monkeypatch.setattr(state, "model_info", broken)
+    assert state.run_params("fast", random_state=1) == {"checkpoint": "fast", "random_state": 1}
+
+
 def test_engine_input_errors_become_engine_errors():
     from app import engine
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]})
