@@ -23,8 +23,9 @@ MODELS = {"small": "feat-small: the most accurate", "fast": "feat-fast: faster, 
 MODEL_HELP = ("feat-fast is a smaller copy of FEAT, taught to give feat-small's answers: it does about half the work "
               "for each example row it reads. On the 13 tables FEAT is checked on, a run took 0.68-0.81 of "
               "feat-small's time, with scores on average at most 0.0014 lower in ROC-AUC and 0.0053 lower in R² "
-              "(0.02 in R² on the table it did worst). Use it to try settings or on large tables; check the scores on "
-              "held-out rows (Evaluate) either way.")
+              "(0.02 in R² on the table it did worst: it lost most on targets with a few very large values, such as "
+              "flight delays). Use it to try settings or on large tables; check the scores on held-out rows "
+              "(Evaluate) either way.")
 
 
 def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: str, index, target: str,
