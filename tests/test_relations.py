@@ -230,6 +230,11 @@ def test_edge_head_files_name_the_problem(tmp_path):
         edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=other)
     with pytest.raises(FEATInputError, match="needs its `edge_head`"):
         edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint=load_model())
+    with pytest.raises(CheckpointError, match="feat-fast-edges.pt: file not found"):   # no head ships with "fast"
+        edge_matrix(pd.DataFrame({"a": [1.0, 2, 3], "b": [2.0, 1, 3]}), checkpoint="fast")
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(40, 3)), columns=list("abc"))
+    pd.testing.assert_frame_equal(edge_matrix(X, checkpoint=load_model(), edge_head=edge_head_path(DEFAULT_CHECKPOINT)),
+                                  edge_matrix(X))          # a loaded model with its head's file: the shipped pair
 
 
 def test_edge_head_trains_on_a_small_cache(tmp_path):

@@ -211,7 +211,7 @@ def edge_matrix(
     elif isinstance(checkpoint, FEAT) and edge_head is None:
         raise FEATInputError("edge_matrix with a loaded model as `checkpoint` needs its `edge_head` too")
     else:
-        backbone = checkpoint_path(checkpoint)
+        backbone = None if isinstance(checkpoint, FEAT) else checkpoint_path(checkpoint)
         head, _ = load_edge_head(edge_head or edge_head_path(backbone), backbone)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     z = _codes_as_numbers(z, n_classes)
