@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-o", "--output", required=True,
                         help="output file (.csv, .tsv, .parquet, .xlsx); a directory for a --query of Parquet files")
-    common.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
+    common.add_argument("--checkpoint", default=None,
+                        help="model checkpoint: a file, or small (the default) or fast, the shipped ones")
     common.add_argument("--device", default="auto", help="auto, cpu or cuda")
     common.add_argument("--n-estimators", type=int, default=None,
                         help="ensemble members (default: the library's, 4 for predict, 1 per column for impute, "
