@@ -172,6 +172,33 @@ def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
         assert (model.best_iteration_ > 100) is stops   # this smooth target keeps improving past 100 rounds
 
 
+@pytest.mark.parametrize("classification", [True, False])
+def test_tree_folds_fitted_side_by_side_are_the_folds_fitted_in_turn(monkeypatch, classification):
+    """On a short context with two threads the tree view's folds are fitted two at a time on threads of their own,
+    one LightGBM thread each: the same out-of-fold column, to the bit, as the folds fitted in turn on one thread;
+    the whole-context fit keeps both threads."""
+    import threading
+
+    from feat_engine.reading import stacked_model
+
+    seen = []
+    fit = stacked_model.BoostedTrees.fit
+    monkeypatch.setattr(stacked_model.BoostedTrees, "fit", lambda self, x, y: seen.append(
+        (threading.current_thread() is threading.main_thread(), self.threads)) or fit(self, x, y))
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(700, 6)).astype(np.float32)
+    y = x[:, 0] + np.sin(2 * x[:, 1]) + 0.3 * rng.normal(size=700)
+    y = (y > 0).astype(float) if classification else y
+    in_turn = fit_tree_model(x, y, classification, 2, threads=1)
+    assert seen == [(True, 1)] * 6
+    seen.clear()
+    together = fit_tree_model(x, y, classification, 2, threads=2)
+    assert sorted(seen[:5]) == [(False, 1)] * 5 and seen[5] == (True, 2)
+    np.testing.assert_array_equal(together.context, in_turn.context)
+    assert (together.mean, together.std, together.loss) == (in_turn.mean, in_turn.std, in_turn.loss)
+    np.testing.assert_allclose(together.queries(x[:50]), in_turn.queries(x[:50]), atol=1e-5)
+
+
 def seeded_run(noise: float):
     """A stand-in for the engine whose members differ only by a shift of the first slot's logit drawn from their
     column identities (`noise` its size): with noise 0 every member says the same (even odds), else the nearest

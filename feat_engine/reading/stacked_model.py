@@ -7,6 +7,7 @@ prediction of the model fitted on the whole context; the column is standardised 
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable
@@ -33,6 +34,8 @@ BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a 
 MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
 NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
+SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, up to this many
+                                 # context rows: there LightGBM's own threads cost more than they give
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
 
 
@@ -122,11 +125,13 @@ class TreeRows:
 
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
-                  y: np.ndarray, classification: bool, make_model: Callable[[], Any], seed: int,
-                  capped: bool = True) -> StackedModel | None:
-    """A candidate: out-of-fold predictions of `make_model()` on the design matrix of the context rows, and the fit
-    on all of them for `StackedModel.fitted` to make, each fit on at most FIT_ROWS of its rows where `capped`; None
-    where there is no single target (more than two classes) or too few rows (or rows of a class) to cross-fit."""
+                  y: np.ndarray, classification: bool, make_model: Callable[[int | None], Any], seed: int,
+                  capped: bool = True, threads: int | None = None) -> StackedModel | None:
+    """A candidate: out-of-fold predictions of `make_model(threads)` (a model fitting on that many threads) on the
+    design matrix of the context rows, and the fit on all of them for `StackedModel.fitted` to make, each fit on at
+    most FIT_ROWS of its rows where `capped`; None where there is no single target (more than two classes) or too few
+    rows (or rows of a class) to cross-fit. With `threads` > 1 on at most SIDE_BY_SIDE_ROWS rows the folds are
+    fitted `threads` at a time, each on one thread: the same models, sooner (`side_by_side`)."""
     if classification:
         counts = np.bincount(np.asarray(y, dtype=np.int64))
         counts = counts[counts > 0]
@@ -139,21 +144,35 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
         folds = KFold(FOLDS, shuffle=True, random_state=seed)
     rng = np.random.default_rng(seed)
 
-    def fitted(rows: np.ndarray):
-        if capped and len(rows) > FIT_ROWS:
-            rows = rng.choice(rows, FIT_ROWS, replace=False)
+    def rows_read(rows: np.ndarray) -> np.ndarray:
+        return rng.choice(rows, FIT_ROWS, replace=False) if capped and len(rows) > FIT_ROWS else rows
+
+    def fitted(rows: np.ndarray, threads: int | None):
         with warnings.catch_warnings():     # a Newton solver that meets a singular Hessian says so and goes on with
             warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
-            return make_model().fit(design[rows], y[rows])
+            return make_model(threads).fit(design[rows], y[rows])
 
+    splits = [(rows_read(train), held) for train, held in folds.split(design, y)]
+    workers = threads if threads is not None and len(design) <= SIDE_BY_SIDE_ROWS else 1
+    scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design[split[1]]),
+                          splits, workers)
     s = np.empty(len(design))
-    for train, held in folds.split(design, y):
-        s[held] = _score(fitted(train), design[held])
+    for (_, held), v in zip(splits, scores):
+        s[held] = v
     mean, std = float(s.mean()), float(s.std())
     std = std if std > 0 else 1.0
+    whole = np.arange(len(design))
     return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, None, mean, std,
                         _loss(s, np.asarray(y, dtype=float), classification),
-                        fit_whole=partial(fitted, np.arange(len(design))))
+                        fit_whole=lambda: fitted(rows_read(whole), threads))
+
+
+def side_by_side(fn: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
+    """[fn(item) for item in items], `workers` at a time on threads (in turn for one)."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _chosen(candidates: list[StackedModel | None]) -> StackedModel | None:
@@ -177,8 +196,8 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
     # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
     # NEWTON_COLUMNS columns (a wide table's features alone), where a Cholesky factor is too large
     wide = x_ctx.shape[1] > NEWTON_COLUMNS
-    make = (lambda: LogisticRegression(solver="lbfgs" if wide else "newton-cholesky", max_iter=1000)) \
-        if classification else Ridge
+    make = (lambda threads: LogisticRegression(solver="lbfgs" if wide else "newton-cholesky", max_iter=1000)) \
+        if classification else (lambda threads: Ridge())
     fit = partial(_cross_fitted, "additive", y=y_ctx, classification=classification, make_model=make, seed=seed)
     fits = []
     # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
@@ -256,7 +275,7 @@ def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, 
     if rows is not None:
         x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
-                         partial(BoostedTrees, classification, seed, categories, threads), seed, capped=False)
+                         partial(BoostedTrees, classification, seed, categories), seed, capped=False, threads=threads)
     if view is not None:
         view.rows = rows
     return view
