@@ -238,6 +238,11 @@ def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_miss
     alone = np.vstack([quantile_normal(x[:400], x[400 + i:401 + i])[1] for i in range(5)])
     np.testing.assert_array_equal(alone, q[:5])                          # a query depends on itself only
     np.testing.assert_array_equal(quantile_normal(x[:400], x[:0])[0], ctx)  # no queries: the same context
+    from sklearn.preprocessing import QuantileTransformer     # the library's transform of each matrix on its own
+    qt = QuantileTransformer(n_quantiles=400, output_distribution="normal", random_state=0)
+    qt.fit(x[:400, [0, 2]].astype(np.float64))
+    each = standardise(np.vstack([qt.transform(a[:, [0, 2]].astype(np.float64)) for a in (x[:400], x[400:])]), 400)
+    np.testing.assert_array_equal(np.vstack([ctx, q])[:, [0, 2]], each.astype(np.float32))
 
 
 def test_odd_members_read_the_quantile_view(monkeypatch):

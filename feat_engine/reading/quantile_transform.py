@@ -30,8 +30,8 @@ def quantile_normal(x_ctx: np.ndarray, x_query: np.ndarray) -> tuple[np.ndarray,
         return x_ctx, x_query
     qt = QuantileTransformer(n_quantiles=min(N_QUANTILES, len(x_ctx)), output_distribution="normal",
                              random_state=0).fit(x_ctx[:, cols].astype(np.float64))
-    z = standardise(np.vstack([qt.transform(a[:, cols].astype(np.float64)) if len(a) else np.empty((0, len(cols)))
-                               for a in (x_ctx, x_query)]), len(x_ctx))
+    # one transform of both: the transform is column by column and row by row, and half its time is per call
+    z = standardise(qt.transform(np.vstack([x_ctx[:, cols], x_query[:, cols]]).astype(np.float64)), len(x_ctx))
     x_ctx, x_query = x_ctx.copy(), x_query.copy()
     x_ctx[:, cols], x_query[:, cols] = z[:len(x_ctx)], z[len(x_ctx):]
     return x_ctx, x_query
