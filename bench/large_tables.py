@@ -12,6 +12,7 @@ noise, so that more rows keep paying off for a model that can use them.
 
     python bench/large_tables.py                              # the five tables, and probes of 200k and 1M rows
     python bench/large_tables.py --tables none --probes 200000
+    python bench/large_tables.py --tables none --probes 1000000 --classes 6 --methods feat   # many classes
 
 Writes the "large-tables" section of docs/benchmarks.md.
 """
@@ -35,8 +36,9 @@ LARGE = ["adult_income", "census_kdd_income", "cps1988_wage", "diamonds_price", 
 METHODS = ["feat", "lightgbm"]
 
 
-def probe(n: int, task: str, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
-    """The synthetic probe of n rows: its 20 columns and its target (0/1, or a number)."""
+def probe(n: int, task: str, seed: int = 0, classes: int = 2) -> tuple[pd.DataFrame, np.ndarray]:
+    """The synthetic probe of n rows: its 20 columns and its target (a number, or for classification the
+    `classes` equal-frequency bins of that number, 0/1 by default)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, 16))
     a, b = rng.integers(0, 12, n), rng.integers(0, 40, n)
@@ -49,7 +51,9 @@ def probe(n: int, task: str, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     frame["a"] = pd.Categorical([f"a{v}" for v in a])
     frame["b"] = pd.Categorical([f"b{v}" for v in b])
     frame["h0"], frame["h1"] = heavy[:, 0], heavy[:, 1]
-    return frame, ((noisy > np.median(noisy)).astype(np.int64) if task == "classification" else noisy)
+    if task == "regression":
+        return frame, noisy
+    return frame, np.digitize(noisy, np.quantile(noisy, np.arange(1, classes) / classes)).astype(np.int64)
 
 
 def peak_rss(fn):
@@ -121,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tables", default=",".join(LARGE), help="development tables ('none' for none)")
     p.add_argument("--probes", default="200000,1000000", help="rows of the synthetic probes ('none' for none)")
+    p.add_argument("--classes", type=int, default=2, help="classes of the classification probes")
     p.add_argument("--max-test", type=int, default=2_000)
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--device", default="auto")
@@ -144,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         recs.append(run(name, X, yv, task, args))
     for n in ([] if args.probes == "none" else [int(v) for v in args.probes.split(",")]):
         for task in ("classification", "regression"):
-            X, y = probe(n, task)
-            recs.append(run(f"probe {n:,} ({task[:5]})", X, y, task, args))
+            X, y = probe(n, task, classes=args.classes)
+            kind = f"{args.classes} classes" if task == "classification" and args.classes > 2 else task[:5]
+            recs.append(run(f"probe {n:,} ({kind})", X, y, task, args))
     body, summary = report(recs, args, info, command, started, time.perf_counter() - t0)
     C.finish("large-tables", body, args, {"command": command, "started": started, "machine": info,
                                           "tables": recs, "summary": summary})

@@ -199,6 +199,36 @@ def test_tree_folds_fitted_side_by_side_are_the_folds_fitted_in_turn(monkeypatch
     np.testing.assert_allclose(together.queries(x[:50]), in_turn.queries(x[:50]), atol=1e-5)
 
 
+def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone(monkeypatch):
+    """Where the rows read are at most one in FOLDS of the context, one fit on all the other rows gives their
+    out-of-fold values (the other rows' are NaN) and the column's statistics and loss are theirs; twice as many read
+    take two fits, each on every row but half of them; past FOLDS - 1 in FOLDS, the folds of every row as before."""
+    from feat_engine.reading import stacked_model
+    from feat_engine.reading.stacked_model import FOLDS, BoostedTrees
+
+    rng = np.random.default_rng(5)
+    n = 1_000
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    y = x[:, 0] + np.sin(2 * x[:, 1]) + 0.3 * rng.normal(size=n)
+    read = np.sort(rng.choice(n, n // FOLDS, replace=False))
+    v = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=read)
+    rest = np.setdiff1d(np.arange(n), read)
+    s = BoostedTrees(False, 3, [], 1).fit(x[rest], y[rest]).decision_function(x[read])
+    np.testing.assert_array_equal(np.isfinite(v.context), np.isin(np.arange(n), read))
+    np.testing.assert_allclose(v.context[read], np.clip((s - s.mean()) / s.std(), -CLIP, CLIP), rtol=1e-5, atol=1e-5)
+    assert (v.mean, v.std) == pytest.approx((s.mean(), s.std()))
+    assert v.loss == pytest.approx(np.mean((s - y[read]) ** 2))
+    fits = []
+    fit = stacked_model.BoostedTrees.fit
+    monkeypatch.setattr(stacked_model.BoostedTrees, "fit", lambda self, x, y: fits.append(len(x)) or fit(self, x, y))
+    two = np.sort(rng.choice(n, 2 * n // FOLDS, replace=False))
+    v = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=two)
+    assert fits == [n - n // FOLDS] * 2 + [n]           # two fits of the folds, then the whole context
+    np.testing.assert_array_equal(np.isfinite(v.context), np.isin(np.arange(n), two))
+    most = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=np.arange(n - n // FOLDS + 1))
+    np.testing.assert_array_equal(most.context, fit_stacked_model(x, y, False, 3, "trees", threads=1).context)
+
+
 def seeded_run(noise: float):
     """A stand-in for the engine whose members differ only by a shift of the first slot's logit drawn from their
     column identities (`noise` its size): with noise 0 every member says the same (even odds), else the nearest

@@ -216,6 +216,29 @@ def test_a_budget_capped_fit_reads_fewer_rows_and_fits_the_stacked_model_on_ever
                                rtol=1e-6, atol=1e-7)
 
 
+def test_a_fit_reading_a_fifth_of_the_rows_or_fewer_fits_their_out_of_fold_values_once(monkeypatch):
+    """A budget-capped member that reads at most a fifth of the context rows: its tree model is fitted twice, on
+    the rows it does not read (their out-of-fold values) and on every row (the queries'), not once per fold; the
+    rows it reads have values, the others none; each query's prediction is its own."""
+    from feat_engine.reading import stacked_model
+
+    calls, fits = [], []
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run(calls)))
+    fit = stacked_model.BoostedTrees.fit
+    monkeypatch.setattr(stacked_model.BoostedTrees, "fit", lambda self, x, y: fits.append(len(x)) or fit(self, x, y))
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2_000, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=2_000) > 0).astype(int)
+    budget = context_cells(400, 4, 1, 100)
+    clf = FEATClassifier(n_estimators=2, local_context=100, view="trees", read_budget=budget).fit(X, y)
+    assert len(clf.members_) == 1 and len(clf.members_[0].rows) == 400 and fits == [1_600, 2_000]
+    column = clf.run_inputs_[0][None].stacked.context          # in the member's fit order: its own rows first
+    assert np.isfinite(column[:400]).all() and np.isnan(column[400:]).all()
+    full = clf.predict_proba(X[:40])
+    np.testing.assert_allclose(np.concatenate([clf.predict_proba(X[i:i + 1]) for i in range(5)]), full[:5],
+                               rtol=1e-6, atol=1e-7)
+
+
 def test_quantile_view_spreads_heavy_tails_keeps_order_and_leaves_flags_and_missing_cells():
     rng = np.random.default_rng(0)
     raw = np.column_stack([rng.lognormal(0, 1.5, 500), rng.integers(0, 2, 500), rng.lognormal(0, 1.0, 500)])

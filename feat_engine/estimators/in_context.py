@@ -187,7 +187,8 @@ class InContextBase(FEATBase, ABC):
         alone, shared = self._fits_alone(), {}
         self.run_inputs_, outputs, changes = [], [], []
         for m, route in zip(self.members_, routes):
-            self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared))
+            self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
+                                                            held))
             outputs.append(self._member_output(m, route, xq, own, held, steps))
             blend = self._choose_blend(outputs, held)
             if len(outputs) > 1:
@@ -238,16 +239,22 @@ class InContextBase(FEATBase, ABC):
         return sum(alone) * len(classes) + len(shared)
 
     def _fit_member_inputs(self, m: Member, alone: bool, detail: UnclippedRows, classification: bool,
-                           steps: StepCounter, shared: dict[tuple, RunInputs]) -> dict[int | None, RunInputs]:
+                           steps: StepCounter, shared: dict[tuple, RunInputs],
+                           held: np.ndarray | None = None) -> dict[int | None, RunInputs]:
         """Member m's target statistics and stacked model for every labelling (`run_inputs.py`), fitted on every
         context row with its `detail` (the member's own rows first, in its order: `_fit_order`), also where the
-        member reads only some of them. A member that reads every row of a context of at most `STOP_ROWS` rows
+        member reads only some of them: then out-of-fold values are made for its rows and the `held` ones alone,
+        which are all its runs read. A member that reads every row of a context of at most `STOP_ROWS` rows
         (not `alone`) takes the fit per labelling and power scale in `shared`, made by the first member that needs
         it and reordered to its rows; others fit their own (docs/decisions/0025-fitted-once.md)."""
         power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
         if alone:
-            own = detail[order]
-            return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name)
+            own, read = detail[order], None
+            if len(m.rows) < len(self.context_):
+                read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
+                                                                              self._fit_positions(m)[held])
+            return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,
+                                              read)
                     for cls in self._ovr_classes()}
         mine = {}
         for cls in self._ovr_classes():
@@ -257,6 +264,13 @@ class InContextBase(FEATBase, ABC):
             mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
 
+    def _fit_positions(self, m: Member) -> np.ndarray:
+        """Each context row's position in member m's fit order (`_fit_order`)."""
+        order = self._fit_order(m)
+        at = np.empty(len(order), np.int64)
+        at[order] = np.arange(len(order))
+        return at
+
     def _fit_order(self, m: Member) -> np.ndarray:
         """Every context row: member m's rows in its order, then those it does not read, in table order."""
         rest = np.setdiff1d(np.arange(len(self.context_)), m.rows) if len(m.rows) < len(self.context_) else m.rows[:0]
@@ -264,10 +278,10 @@ class InContextBase(FEATBase, ABC):
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
                         cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,
-                        name: str) -> RunInputs:
+                        name: str, read: np.ndarray | None = None) -> RunInputs:
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
-        context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`; its start and
-        end reported to `steps` under `name`."""
+        context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`, out of fold for
+        the `read` ones of them (None: all); its start and end reported to `steps` under `name`."""
         say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}", fit=True)
         if say is not None:
             say(0, 1, "fitting the classical models on the context")
@@ -275,7 +289,7 @@ class InContextBase(FEATBase, ABC):
         single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
-                                classification, self.view, seed, power, torch.get_num_threads())
+                                classification, self.view, seed, power, torch.get_num_threads(), read)
         if say is not None:
             say(1, 1, "classical models fitted")
         return inputs
@@ -385,9 +399,7 @@ class InContextBase(FEATBase, ABC):
         every = inputs.context(self.context_[order])            # the context rows' values, out of fold
         ctx, q = every[:len(m.rows)], inputs.queries(xq, detail)
         if held is not None:
-            at = np.empty(len(order), np.int64)
-            at[order] = np.arange(len(order))
-            q = every[at[held]]
+            q = every[self._fit_positions(m)[held]]
         stacked = inputs.stacked
         own = np.full(len(q), np.nan) if stacked is None else q[:, 0] * stacked.std + stacked.mean
         return RunMatrices(ctx, inputs.labels(self._labels(cls)[m.rows]), q, own)

@@ -59,19 +59,21 @@ class RunInputs:
 
 def fit_run_inputs(x_ctx: np.ndarray, detail: UnclippedRows, labels: np.ndarray, features: np.ndarray,
                    nominal: np.ndarray, classification: bool, view: str | None, seed: int,
-                   power: tuple[float, float] | None = None, threads: int | None = None) -> RunInputs:
+                   power: tuple[float, float] | None = None, threads: int | None = None,
+                   read: np.ndarray | None = None) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
     columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
     are not one target) and one labelling: the statistics, then the stacked model on the context with them
-    (`stacked_model.fit_stacked_model`, on `threads` threads; `view` None for none). With `power`, the (origin, scale) of standardised
-    numeric labels, the labels are first put on their power scale, and the stacked model's out-of-fold residuals
-    there are what its means average over (`power_target.py`)."""
+    (`stacked_model.fit_stacked_model`, on `threads` threads; `view` None for none; out-of-fold values for the rows
+    `read`, None: every row). With `power`, the (origin, scale) of standardised numeric labels, the labels are first
+    put on their power scale, and the stacked model's out-of-fold residuals there (of the rows read) are what its
+    means average over (`power_target.py`)."""
     target = None if power is None else fit_power_target(labels, *power)
     if target is not None:
         labels = target.forward(labels)
     stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    fitted = fit_stacked_model(x, labels, classification, seed, view, detail, nominal, threads)
+    fitted = fit_stacked_model(x, labels, classification, seed, view, detail, nominal, threads, read)
     if target is not None and fitted is not None:
         target = target.with_residuals(labels - (fitted.context * fitted.std + fitted.mean))
     return RunInputs(features, stats, fitted, target)

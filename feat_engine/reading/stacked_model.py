@@ -126,22 +126,25 @@ class TreeRows:
 
 def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
                   y: np.ndarray, classification: bool, make_model: Callable[[int | None], Any], seed: int,
-                  capped: bool = True, threads: int | None = None) -> StackedModel | None:
+                  capped: bool = True, threads: int | None = None,
+                  read: np.ndarray | None = None) -> StackedModel | None:
     """A candidate: out-of-fold predictions of `make_model(threads)` (a model fitting on that many threads) on the
     design matrix of the context rows, and the fit on all of them for `StackedModel.fitted` to make, each fit on at
     most FIT_ROWS of its rows where `capped`; None where there is no single target (more than two classes) or too few
     rows (or rows of a class) to cross-fit. With `threads` > 1 on at most SIDE_BY_SIDE_ROWS rows the folds are
-    fitted `threads` at a time, each on one thread: the same models, sooner (`side_by_side`)."""
+    fitted `threads` at a time, each on one thread: the same models, sooner (`side_by_side`).
+
+    `read` names the rows whose out-of-fold values a run reads (None: every row). Where they are at most FOLDS - 1 in
+    FOLDS of the rows, folds of the rows read alone give theirs (`_read_folds`: one fit where they are at most one
+    in FOLDS), each fit on every other row, so that none reads fewer rows than the FOLDS folds would; the other rows'
+    values are NaN, and the column's statistics and loss are those of the rows read."""
     if classification:
         counts = np.bincount(np.asarray(y, dtype=np.int64))
         counts = counts[counts > 0]
         if len(counts) != 2 or counts.min() < 2:
             return None
-        folds = StratifiedKFold(min(FOLDS, int(counts.min())), shuffle=True, random_state=seed)
-    else:
-        if len(y) < 2 * FOLDS:
-            return None
-        folds = KFold(FOLDS, shuffle=True, random_state=seed)
+    elif len(y) < 2 * FOLDS:
+        return None
     rng = np.random.default_rng(seed)
 
     def rows_read(rows: np.ndarray) -> np.ndarray:
@@ -152,19 +155,43 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
             warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
             return make_model(threads).fit(design[rows], y[rows])
 
-    splits = [(rows_read(train), held) for train, held in folds.split(design, y)]
-    workers = threads if threads is not None and len(design) <= SIDE_BY_SIDE_ROWS else 1
+    splits = _read_folds(y, read, classification, seed)
+    if splits is None:
+        read = None
+        folds = (StratifiedKFold(min(FOLDS, int(counts.min())), shuffle=True, random_state=seed) if classification
+                 else KFold(FOLDS, shuffle=True, random_state=seed))
+        splits = list(folds.split(design, y))
+    splits = [(rows_read(train), held) for train, held in splits]
+    workers = threads if threads is not None and len(design) <= SIDE_BY_SIDE_ROWS and len(splits) > 1 else 1
     scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design[split[1]]),
                           splits, workers)
-    s = np.empty(len(design))
+    s = np.full(len(design), np.nan)
     for (_, held), v in zip(splits, scores):
         s[held] = v
-    mean, std = float(s.mean()), float(s.std())
+    known = s if read is None else s[read]
+    mean, std = float(known.mean()), float(known.std())
     std = std if std > 0 else 1.0
     whole = np.arange(len(design))
     return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, None, mean, std,
-                        _loss(s, np.asarray(y, dtype=float), classification),
+                        _loss(known, np.asarray(y if read is None else y[read], dtype=float), classification),
                         fit_whole=lambda: fitted(rows_read(whole), threads))
+
+
+def _read_folds(y: np.ndarray, read: np.ndarray | None, classification: bool,
+                seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """[(rows fitted, rows predicted)]: folds of the `read` rows alone, as few as hold out at most one in FOLDS of
+    the context each, every fit on all the other rows; None where that takes FOLDS folds (the rows read are more
+    than FOLDS - 1 in FOLDS of the context), or a fit would see one class."""
+    k = 0 if read is None else int(np.ceil(FOLDS * len(read) / len(y)))
+    if read is None or k >= FOLDS:
+        return None
+    read = np.sort(read)
+    parts = [read] if k == 1 else [read[held] for _, held in KFold(k, shuffle=True, random_state=seed).split(read)]
+    rows = np.arange(len(y))
+    splits = [(np.setdiff1d(rows, part, assume_unique=True), part) for part in parts]
+    if classification and any(len(np.unique(np.asarray(y)[train])) < 2 for train, _ in splits):
+        return None
+    return splits
 
 
 def side_by_side(fn: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
@@ -189,16 +216,17 @@ def fit_additive_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
     return _chosen(_additive_candidates(x_ctx, y_ctx, classification, seed))
 
 
-def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool,
-                         seed: int) -> list[StackedModel | None]:
+def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
+                         read: np.ndarray | None = None) -> list[StackedModel | None]:
     """`fit_additive_model`'s candidates, not yet fitted on the whole context: splines (where the basis is small
-    enough) and straight lines."""
+    enough) and straight lines; out of fold on the rows `read` (`_cross_fitted`)."""
     # Newton steps on a Cholesky factor: exact on these few hundred columns, where lbfgs stops short; lbfgs past
     # NEWTON_COLUMNS columns (a wide table's features alone), where a Cholesky factor is too large
     wide = x_ctx.shape[1] > NEWTON_COLUMNS
     make = (lambda threads: LogisticRegression(solver="lbfgs" if wide else "newton-cholesky", max_iter=1000)) \
         if classification else (lambda threads: Ridge())
-    fit = partial(_cross_fitted, "additive", y=y_ctx, classification=classification, make_model=make, seed=seed)
+    fit = partial(_cross_fitted, "additive", y=y_ctx, classification=classification, make_model=make, seed=seed,
+                  read=read)
     fits = []
     # cubic B-splines with knots at the context's quantiles, linear beyond the outer ones; the knots read the
     # context's features, never its labels. Each feature brings KNOTS + 2 of them, so on a wide table the spline
@@ -268,14 +296,15 @@ class BoostedTrees:
 
 def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
                     detail: UnclippedRows | None, nominal: np.ndarray | None,
-                    threads: int | None = None) -> StackedModel | None:
-    """`fit_tree_model`'s candidate, not yet fitted on the whole context."""
+                    threads: int | None = None, read: np.ndarray | None = None) -> StackedModel | None:
+    """`fit_tree_model`'s candidate, not yet fitted on the whole context; out of fold on the rows `read`."""
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     categories: list[int] = []
     if rows is not None:
         x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
     view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
-                         partial(BoostedTrees, classification, seed, categories), seed, capped=False, threads=threads)
+                         partial(BoostedTrees, classification, seed, categories), seed, capped=False, threads=threads,
+                         read=read)
     if view is not None:
         view.rows = rows
     return view
@@ -289,14 +318,15 @@ def check_stacked_model(view: str | None) -> None:
 
 def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
              detail: UnclippedRows | None = None, nominal: np.ndarray | None = None,
-             threads: int | None = None) -> StackedModel | None:
+             threads: int | None = None, read: np.ndarray | None = None) -> StackedModel | None:
     """The stacked model a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the
     lower out-of-fold loss on the context's labels; None for `view` None (or where none can be cross-fitted). The
-    trees read the rows' `detail` on `threads` threads (`fit_tree_model`)."""
+    trees read the rows' `detail` on `threads` threads (`fit_tree_model`). `read`: the rows whose out-of-fold values
+    a run reads (None: every row; `_cross_fitted`)."""
     check_stacked_model(view)
     if view is None:
         return None
-    fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed),
-            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)]}
+    fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed, read),
+            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads, read)]}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     return _chosen([v for k in kinds for v in fits[k]()])
