@@ -252,7 +252,7 @@ class InContextBase(FEATBase, ABC):
             own, read = detail[order], None
             if len(m.rows) < len(self.context_):
                 read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
-                                                                              self._fit_positions(m)[held])
+                                                                              self._positions(order)[held])
             return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,
                                               read)
                     for cls in self._ovr_classes()}
@@ -264,9 +264,9 @@ class InContextBase(FEATBase, ABC):
             mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
 
-    def _fit_positions(self, m: Member) -> np.ndarray:
-        """Each context row's position in member m's fit order (`_fit_order`)."""
-        order = self._fit_order(m)
+    @staticmethod
+    def _positions(order: np.ndarray) -> np.ndarray:
+        """Each context row's position in a member's fit `order` (`_fit_order`)."""
         at = np.empty(len(order), np.int64)
         at[order] = np.arange(len(order))
         return at
@@ -399,7 +399,7 @@ class InContextBase(FEATBase, ABC):
         every = inputs.context(self.context_[order])            # the context rows' values, out of fold
         ctx, q = every[:len(m.rows)], inputs.queries(xq, detail)
         if held is not None:
-            q = every[self._fit_positions(m)[held]]
+            q = every[self._positions(order)[held]]
         stacked = inputs.stacked
         own = np.full(len(q), np.nan) if stacked is None else q[:, 0] * stacked.std + stacked.mean
         return RunMatrices(ctx, inputs.labels(self._labels(cls)[m.rows]), q, own)

@@ -181,9 +181,9 @@ def _read_folds(y: np.ndarray, read: np.ndarray | None, classification: bool,
                 seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """[(rows fitted, rows predicted)]: folds of the `read` rows alone, as few as hold out at most one in FOLDS of
     the context each, every fit on all the other rows; None where that takes FOLDS folds (the rows read are more
-    than FOLDS - 1 in FOLDS of the context), or a fit would see one class."""
-    k = 0 if read is None else int(np.ceil(FOLDS * len(read) / len(y)))
-    if read is None or k >= FOLDS:
+    than FOLDS - 1 in FOLDS of the context, or none are named), or a fit would see one class."""
+    k = FOLDS if read is None or not len(read) else int(np.ceil(FOLDS * len(read) / len(y)))
+    if k >= FOLDS:
         return None
     read = np.sort(read)
     parts = [read] if k == 1 else [read[held] for _, held in KFold(k, shuffle=True, random_state=seed).split(read)]
