@@ -20,6 +20,7 @@ CARDS_A_ROW = 4           # score cards a row
 READINGS = "FEAT readings (averaged)"      # the box of how many times FEAT reads the table, and its run setting
 SCHEDULER_ENV = "FEAT_DASK_SCHEDULER"      # the environment variable that gives the Dask scheduler's default address
 MODELS = {"small": "feat-small: the most accurate", "fast": "feat-fast: faster, nearly as accurate"}
+MODEL_NAMES = {k: label.split(":")[0] for k, label in MODELS.items()}     # the models' names, as the report gives them
 MODEL_HELP = ("feat-fast is a smaller copy of FEAT, taught to give feat-small's answers: it does about half the work "
               "for each example row it reads. On the 13 tables FEAT is checked on, a run took 0.68-0.81 of "
               "feat-small's time, with scores on average at most 0.0014 lower in ROC-AUC and 0.0053 lower in R² "
@@ -208,7 +209,7 @@ if submitted:
                                        "first_seconds": first.seconds if first is not None else None,
                                        "gbdt": gb, "gbdt_error": gb_error, "n_train": len(tr),
                                        "fit_reused": fitted is None, "fit_key": key, "X_test": X_te,
-                                       "model": model, "settings": [f"model: {MODELS[model].split(':')[0]}",
+                                       "model": model, "settings": [f"model: {MODEL_NAMES[model]}",
                                                     f"{READINGS}: {int(n_est)}", f"seed: {int(seed)}",
                                                     f"max example rows FEAT reads: {int(max_ctx) or 'as its budget allows'}",
                                                     f"arithmetic: {precision}"]
@@ -228,7 +229,7 @@ read = feat.get("read_rows", res["n_train"])
 st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} "
              "example rows" + (f" (FEAT read {read:,} of them; the classical model beside it all)"
                                if read < res["n_train"] else "")
-             + (f", by {MODELS['fast'].split(':')[0]}" if res.get("model") == "fast" else ""))
+             + (f", by {MODEL_NAMES['fast']}" if res.get("model") == "fast" else ""))
 with st.expander("What FEAT did"):
     st.markdown("\n".join(f"- {line}" for line in feat.get("what_feat_did", [])))
     st.caption(f"In technical terms: {feat['reading']}")
