@@ -31,11 +31,11 @@ STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its row
 MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts LightGBM's 100
 STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
 BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a fit (LightGBM's smallest leaf), ...
-MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on), for a class label
-# A numeric target's trees on at most STOP_ROWS rows split as scikit-learn's HistGradientBoosting does (in LightGBM's
-# names): a threshold between any two of a feature's values (MAX_BINS bins of one row or more), and categories
-# sorted by their gradients without LightGBM's smallest group, extra l2 term or one-vs-rest splits of up to 4 levels
-SHORT_REGRESSION = dict(min_data_in_bin=1, min_data_per_group=1, cat_l2=0.0, max_cat_to_onehot=1)
+MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
+# A numeric target's trees on at most STOP_ROWS rows split categories as scikit-learn's HistGradientBoosting does (in
+# LightGBM's names): levels sorted by their gradients, without LightGBM's smallest group, extra l2 term or
+# one-vs-rest splits of up to 4 levels
+SHORT_REGRESSION = dict(min_data_per_group=1, cat_l2=0.0, max_cat_to_onehot=1)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
 NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
 SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, up to this many
@@ -258,21 +258,21 @@ def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, s
     return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)])
 
 
-def tree_bins(rows: int, classification: bool = True) -> int:
-    """Histogram bins per feature of a tree model fitted on `rows` rows: for a class label one per BIN_ROWS rows,
-    between MIN_BINS and MAX_BINS, for a numeric target MAX_BINS. On a short context 255 candidate thresholds split a
-    label's noise as finely as its signal and were most of the boosting's time, while a numeric target's rows each
-    carry a value (docs/decisions/0023-tree-model.md)."""
-    return int(np.clip(rows // BIN_ROWS, MIN_BINS, MAX_BINS)) if classification else MAX_BINS
+def tree_bins(rows: int) -> int:
+    """Histogram bins per feature of a tree model fitted on `rows` rows: one per BIN_ROWS rows, between MIN_BINS and
+    MAX_BINS. On a short context LightGBM's 255 candidate thresholds a feature split noise as finely as signal and
+    were most of the boosting's time (docs/decisions/0023-tree-model.md)."""
+    return int(np.clip(rows // BIN_ROWS, MIN_BINS, MAX_BINS))
 
 
 class BoostedTrees:
     """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`) and, on a short
-    context, a numeric target's splits (`SHORT_REGRESSION`), with the `categories` columns as its native categorical
-    features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops boosting
-    once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's prediction or a
-    binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the estimators pass
-    torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's default)."""
+    context, a numeric target's categorical splits (`SHORT_REGRESSION`), with the `categories` columns as its native
+    categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops
+    boosting once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's
+    prediction or a binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the
+    estimators pass torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's
+    default)."""
 
     def __init__(self, classification: bool, seed: int, categories: list[int], threads: int | None = None):
         self.classification, self.seed, self.categories, self.threads = classification, seed, categories, threads
@@ -283,8 +283,7 @@ class BoostedTrees:
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
         self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
-                          n_jobs=self.threads, deterministic=True, force_row_wise=True,
-                          max_bin=tree_bins(len(x), self.classification),
+                          n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)),
                           **({} if self.classification or stop else SHORT_REGRESSION))
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
