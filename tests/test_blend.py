@@ -110,13 +110,12 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
 
 def lightgbm_regressor(seed: int):
     """LightGBM's regressor as the tree view sets it up on fewer than 1,260 rows (a test's oracle): its defaults but
-    63 bins a feature, and categorical splits as scikit-learn's HistGradientBoosting makes them (no smallest group, no
-    extra l2 term, no one-vs-rest split)."""
+    63 bins a feature."""
     import lightgbm as lgb
     import torch
 
     return lgb.LGBMRegressor(random_state=seed, verbose=-1, n_jobs=torch.get_num_threads(), deterministic=True,
-                             force_row_wise=True, max_bin=63, min_data_per_group=1, cat_l2=0.0, max_cat_to_onehot=1)
+                             force_row_wise=True, max_bin=63)
 
 
 def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_native_categories():
@@ -160,8 +159,7 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
 def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
     """Up to STOP_ROWS context rows the tree view boosts the library's 100 rounds; beyond, early stopping on a
     tenth of the rows chooses up to MAX_ROUNDS, one setting for every fold. Its histogram has a bin per BIN_ROWS
-    rows: MIN_BINS on a short context, LightGBM's 255 on a long one. A numeric target's categorical splits are
-    scikit-learn's on a short context only."""
+    rows: MIN_BINS on a short context, LightGBM's 255 on a long one."""
     from feat_engine.reading.stacked_model import MAX_ROUNDS, MIN_BINS, STOP_ROWS
 
     rng = np.random.default_rng(0)
@@ -171,7 +169,6 @@ def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
         model = fit_tree_model(x, y, False, 0).model.model
         assert model.n_estimators == (MAX_ROUNDS if stops else 100)
         assert model.max_bin == bins
-        assert model.get_params().get("min_data_per_group", 100) == (100 if stops else 1)   # LightGBM's past it
         assert (model.best_iteration_ > 100) is stops   # this smooth target keeps improving past 100 rounds
 
 

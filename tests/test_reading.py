@@ -643,9 +643,9 @@ def test_additive_view_of_a_binary_run_is_the_logit_and_absent_where_it_cannot_b
 
 def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_model():
     """The tree view's context column holds each row's out-of-fold prediction of LightGBM's gradient boosting at
-    its defaults but for the bins, 63 on this short context, and a numeric target's categorical splits
-    (`lightgbm_regressor`; missing cells as they are), the query column the model fitted on every context row, both
-    standardised with the context column's statistics; a query's value depends on that query alone."""
+    its defaults but for the bins, 63 on this short context (missing cells as they are), the query column the model
+    fitted on every context row, both standardised with the context column's statistics; a query's value depends on
+    that query alone."""
     from sklearn.model_selection import KFold
 
     from test_blend import lightgbm_regressor

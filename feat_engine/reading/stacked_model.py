@@ -32,10 +32,6 @@ MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boos
 STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
 BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a fit (LightGBM's smallest leaf), ...
 MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
-# A numeric target's trees on at most STOP_ROWS rows split categories as scikit-learn's HistGradientBoosting does (in
-# LightGBM's names): levels sorted by their gradients, without LightGBM's smallest group, extra l2 term or
-# one-vs-rest splits of up to 4 levels
-SHORT_REGRESSION = dict(min_data_per_group=1, cat_l2=0.0, max_cat_to_onehot=1)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
 NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
 SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, up to this many
@@ -266,13 +262,12 @@ def tree_bins(rows: int) -> int:
 
 
 class BoostedTrees:
-    """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`) and, on a short
-    context, a numeric target's categorical splits (`SHORT_REGRESSION`), with the `categories` columns as its native
-    categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a class label) and stops
-    boosting once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score is a regressor's
-    prediction or a binary classifier's logit, each row's from that row alone. It boosts on `threads` threads (the
-    estimators pass torch's count on the calling thread, which `inference.map_runs` shares out; None: LightGBM's
-    default)."""
+    """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`), with the `categories`
+    columns as its native categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a
+    class label) and stops boosting once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score
+    is a regressor's prediction or a binary classifier's logit, each row's from that row alone. It boosts on
+    `threads` threads (the estimators pass torch's count on the calling thread, which `inference.map_runs` shares
+    out; None: LightGBM's default)."""
 
     def __init__(self, classification: bool, seed: int, categories: list[int], threads: int | None = None):
         self.classification, self.seed, self.categories, self.threads = classification, seed, categories, threads
@@ -283,8 +278,7 @@ class BoostedTrees:
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
         self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
-                          n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)),
-                          **({} if self.classification or stop else SHORT_REGRESSION))
+                          n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)))
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
             fit(x, y)
