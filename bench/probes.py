@@ -1,6 +1,7 @@
 """Synthetic probes of what real tables throw at FEAT: a many-level nominal column, a wide table
-with few relevant features, a dense linear target, heavy-tailed features, a right-skewed target, and
-a long table whose target has local structure. Each is a generated table with a known answer, so a change to how
+with few relevant features, a dense linear target, heavy-tailed features, a right-skewed target,
+a long table whose target has local structure, classes that live in regions, and nominal columns of a few dozen
+rows a level among many numeric ones (`large_tables.py`'s probe at a short context). Each is a generated table with a known answer, so a change to how
 the estimators read tables can be checked on more than the development tables.
 
 Methods (defaults everywhere): FEAT as shipped (target statistics, relevance-ranked features,
@@ -26,6 +27,7 @@ from sklearn.datasets import make_friedman1
 
 import common as C
 from feat_engine.estimators import LOCAL_CONTEXT
+from large_tables import probe
 from quality import fit_predict
 
 N_TEST = 1000
@@ -94,10 +96,18 @@ def many_classes(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.nda
     return pd.DataFrame(x, columns=[f"x{j}" for j in range(8)]), cluster % k, "classification"
 
 
+def mixed_columns(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray, str]:
+    """Regression: `large_tables.py`'s probe (16 normal features, a 12-level and a 40-level nominal column, two
+    log-normal ones; interactions, a threshold, a level effect, noise 1) at a short context, where a level has a few
+    dozen rows: how the tree model splits categories shows here (docs/decisions/0023-tree-model.md)."""
+    X, y = probe(n, "regression", seed=int(rng.integers(2**31 - 1)))
+    return X, y, "regression"
+
+
 PROBES = {"many-level nominal": (many_levels, [2000]), "wide (60 features)": (wide, [2000]),
           "dense linear": (dense_linear, [1024]), "heavy tails": (heavy_tails, [2000]),
           "skewed target": (skewed_target, [2000]), "long table": (long_table, [2048, 32768]),
-          "many classes": (many_classes, [8192])}
+          "many classes": (many_classes, [8192]), "mixed columns": (mixed_columns, [2000])}
 
 
 def as_codes(X: pd.DataFrame) -> pd.DataFrame:
