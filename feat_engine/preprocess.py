@@ -8,8 +8,9 @@ column's support: the context's range, whole numbers where the column holds only
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,21 @@ def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
     complex_columns = [c for c, t in X.dtypes.items() if pd.api.types.is_complex_dtype(t)]
     if complex_columns:
         raise FEATInputError(f"{what}: Complex data not supported: columns {complex_columns} hold complex numbers")
+    repeated = X.columns[X.columns.duplicated()].unique().tolist()
+    if repeated:
+        raise FEATInputError(f"{what}: columns {repeated} appear more than once; give each column its own name")
     return X
+
+
+@contextmanager
+def readable_cells(name: Hashable, what: str) -> Iterator[None]:
+    """Turn the TypeError pandas raises on cells it cannot compare or hash (lists, dicts, sets) into a
+    `FEATInputError` naming the column."""
+    try:
+        yield
+    except TypeError as e:
+        raise FEATInputError(f"{what}: column {name!r} holds cells that are neither numbers, dates nor text ({e}); "
+                             "turn them into text or into columns of their own") from None
 
 
 def column_kind(s: pd.Series) -> str:
@@ -259,7 +274,8 @@ class TablePreprocessor:
         self.constants_: dict[Hashable, Any] = {}      # the one observed value of each constant column
         ids, constant = [], []
         for name in X.columns:
-            col = plan_column(X[name])
+            with readable_cells(name, "context"):
+                col = plan_column(X[name])
             if isinstance(col, str):
                 self.dropped_[name] = col
                 (ids if col == "near-unique text/ID" else constant).append(name)
@@ -275,7 +291,7 @@ class TablePreprocessor:
         if not self.plan_:
             raise FEATInputError(f"no feature columns left after dropping {list(self.dropped_)} "
                                  f"({', '.join(sorted(set(self.dropped_.values())))})")
-        raw = self._encode(X)
+        raw = self._encode(X, "context")
         self.mean_ = np.nanmean(raw, axis=0)
         self.std_ = np.nanstd(raw, axis=0)
         return self
@@ -300,7 +316,8 @@ class TablePreprocessor:
         cols = [c for c in self.plan_ if c.nominal]
         out = np.empty((len(X), len(cols)))
         for j, c in enumerate(cols):
-            out[:, j] = c.categories.get_indexer(X[c.name])
+            with readable_cells(c.name, what):
+                out[:, j] = c.categories.get_indexer(X[c.name])
             out[X[c.name].isna().to_numpy(), j] = np.nan
         return out
 
@@ -330,13 +347,17 @@ class TablePreprocessor:
         if missing or extra:
             raise FEATInputError(f"{what} columns differ from the context's: missing {missing}, unexpected {extra}")
 
-    def _encode(self, X: pd.DataFrame) -> np.ndarray:
-        return np.column_stack([c.encode(X[c.name]) for c in self.plan_])
+    def _encode(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
+        columns = []
+        for c in self.plan_:
+            with readable_cells(c.name, what):
+                columns.append(c.encode(X[c.name]))
+        return np.column_stack(columns)
 
     def encode(self, X: pd.DataFrame, what: str = "X") -> pd.DataFrame:
         """Unscaled numeric features (category codes, datetime parts), NaN for missing."""
         X = self.check_columns(X, what)
-        return pd.DataFrame(self._encode(X), columns=self.feature_names_, index=X.index)
+        return pd.DataFrame(self._encode(X, what), columns=self.feature_names_, index=X.index)
 
     def transform(self, X: pd.DataFrame, what: str = "X", clip: bool = True) -> np.ndarray:
         """(N, D) float32 for the engine: standardised with context stats, clipped to +-CLIP (unless `clip`

@@ -59,6 +59,20 @@ def test_complex_numbers_are_refused_in_x_and_y():
         FEATRegressor(n_estimators=1).fit(X, pd.Series(y + 1j))
 
 
+def test_repeated_names_and_cells_of_lists_are_refused_naming_the_column():
+    X, y = data()
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": np.where(X[:, 2] > 0, "hi", "lo")})
+    with pytest.raises(FEATInputError, match=r"context: columns \['a'\] appear more than once"):
+        FEATRegressor(n_estimators=1).fit(frame.rename(columns={"b": "a"}), y)
+    with pytest.raises(FEATInputError, match=r"context: column 'c' holds cells that are neither numbers"):
+        FEATRegressor(n_estimators=1).fit(frame.assign(c=[["hi"]] * len(frame)), y)
+    reg = FEATRegressor(n_estimators=1).fit(frame, y)
+    query = frame.astype(object)
+    query.at[0, "c"] = ["hi"]
+    with pytest.raises(FEATInputError, match=r"query: column 'c' holds cells that are neither numbers"):
+        reg.predict(query)
+
+
 def test_a_column_vector_target_warns_and_is_read_as_1d():
     X, y = data()
     with pytest.warns(DataConversionWarning, match="A column-vector y was passed"):
