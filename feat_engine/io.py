@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+import numpy as np
 import pandas as pd
 
 from .errors import TableError
@@ -49,6 +50,23 @@ class Loaded:
     encoding: str | None = None
     delimiter: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def nested_as_text(loaded: Loaded) -> Loaded:
+    """`loaded` with each column whose cells are lists, arrays or records (Parquet's and DuckDB's nested types) read
+    as their text, and a note naming those columns: FEAT reads numbers, dates and text, and pandas can neither
+    compare nor count such cells. A nested column's cells are all of one type, so its first value decides."""
+    nested = []
+    for c in loaded.df.columns[(loaded.df.dtypes == object).to_numpy()]:
+        s = loaded.df[c]
+        first = s.first_valid_index()
+        if first is not None and isinstance(s.loc[first], (list, tuple, dict, set, np.ndarray)):
+            loaded.df[c] = s.map(lambda v: str(v.tolist() if isinstance(v, np.ndarray) else v), na_action="ignore")
+            nested.append(c)
+    if nested:
+        loaded.notes.append(f"column{'s' if len(nested) > 1 else ''} {', '.join(map(repr, nested))} "
+                            f"{'hold' if len(nested) > 1 else 'holds'} lists or records, read as their text")
+    return loaded
 
 
 def table_format(name: str) -> str:
@@ -278,7 +296,7 @@ def load_table(data: bytes, name: str, delimiter: str = "auto", encoding: str = 
                          "Use a file with a header row and at least one data row.")
     if not all(isinstance(c, str) for c in loaded.df.columns):
         loaded.df = loaded.df.rename(columns=str)
-    return loaded
+    return nested_as_text(loaded)
 
 
 def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,

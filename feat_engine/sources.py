@@ -23,7 +23,7 @@ from typing import Iterator
 import duckdb
 
 from .errors import TableError
-from .io import Loaded, load_table, names_parts, parquet_parts, parts_schema, table_format
+from .io import Loaded, load_table, names_parts, nested_as_text, parquet_parts, parts_schema, table_format
 
 QUERY_STARTS = ("select", "with", "from", "values", "(")   # the first word of a query run_sql runs
 _QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")   # 'a string' or "an identifier" in SQL
@@ -99,7 +99,7 @@ def open_path(path: str | os.PathLike, delimiter: str = "auto", encoding: str = 
                          "Use Parquet files with at least one column and one row.")
     notes = [f"{len(files)} Parquet files, in order: {Path(files[0]).name} to {Path(files[-1]).name}"] \
         if len(files) > 1 else []
-    return Loaded(df, name, "parquet", notes=notes)
+    return nested_as_text(Loaded(df, name, "parquet", notes=notes))
 
 
 def _first_word(query: str) -> str:
@@ -155,7 +155,7 @@ def run_sql(query: str, delimiter: str = "auto", encoding: str = "auto") -> Load
     if df.shape[0] == 0:
         raise TableError(f"{what}: returns no rows (columns {', '.join(map(repr, df.columns[:8]))}).",
                          "Loosen the WHERE clause, or check that the files it reads hold rows.")
-    return Loaded(df, "SQL query", "sql")
+    return nested_as_text(Loaded(df, "SQL query", "sql"))
 
 
 def _path_files(path: str) -> list[str]:

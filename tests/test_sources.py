@@ -68,6 +68,22 @@ def test_the_same_table_by_path_and_by_select_star_is_equal(parts):
     pd.testing.assert_frame_equal(open_path(folder).df, run_sql(f"SELECT * FROM '{folder}/*.parquet'").df)
 
 
+def test_lists_and_records_are_read_as_text_with_a_note_by_every_reader(tmp_path):
+    df = pd.DataFrame({"a": [1.5, 2.5, 3.5, 4.5], "tags": [["x", "y"], None, ["x"], ["x", "y"]],
+                       "rec": [{"k": i, "v": "z"} for i in range(4)], "y": [0, 1, 0, 1]})
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path, index=False)
+    readers = {"upload": lambda: aio.read_table_bytes(path.read_bytes(), "t.parquet"), "path": lambda: open_path(path),
+               "SQL": lambda: run_sql(f"SELECT * FROM '{path}'")}
+    for how, read in readers.items():
+        loaded = read()
+        assert loaded.notes[-1] == "columns 'tags', 'rec' hold lists or records, read as their text", how
+        assert loaded.df["tags"].iloc[0] == "['x', 'y']" and pd.isna(loaded.df["tags"].iloc[1]), how
+        assert loaded.df["rec"].map(type).eq(str).all(), how
+        assert loaded.df["a"].tolist() == df["a"].tolist(), how
+        assert set(aio.detect_types(loaded.df)) == set(df.columns), how
+
+
 def test_a_query_over_a_csv_reads_its_values_as_opening_it_does(tmp_path):
     """DuckDB's own sniffer reads a column of yes and no as booleans; a query reads the file as an upload is read."""
     path = tmp_path / "loans.csv"
