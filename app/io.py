@@ -23,7 +23,7 @@ from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
-from feat_engine.preprocess import date_format, numbers_in_text, plan_column, read_dates
+from feat_engine.preprocess import date_format, numbers_in_text, parse_numbers, plan_column, read_dates
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
@@ -257,7 +257,7 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         if t == "numeric" and not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_datetime64_any_dtype(s)) \
                 and not pd.api.types.is_bool_dtype(s):
             fmt = None if numbers_in_text(s) is not None else date_format(s)
-            num = pd.to_numeric(s, errors="coerce") if fmt is None else read_dates(s, fmt)
+            num = parse_numbers(s) if fmt is None else read_dates(s, fmt)
             bad = s.notna() & num.isna()
             if bad.any():
                 ex = ", ".join(repr(v) for v in s[bad].astype(str).unique()[:3])
@@ -305,7 +305,7 @@ def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
         del counts
     else:
         if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
-            num = pd.to_numeric(nn, errors="coerce")
+            num = parse_numbers(nn)
             if num.isna().any():
                 bad = nn[num.isna()].astype(str).unique()[:3]
                 raise TableError(

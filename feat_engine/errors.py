@@ -1,8 +1,8 @@
-"""The exceptions and warnings FEAT raises, and scikit-learn's input errors in FEAT's type."""
+"""The exceptions and warnings FEAT raises, and scikit-learn's and pandas' input errors in FEAT's type."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Hashable, Iterator
 
 
 class FEATInputError(ValueError):
@@ -21,6 +21,17 @@ def sklearn_words(what: str) -> Iterator[None]:
         yield
     except ValueError as e:
         raise FEATInputError(f"{what}: {e}") from None
+
+
+@contextmanager
+def readable_cells(name: Hashable, what: str) -> Iterator[None]:
+    """Turn the TypeError pandas raises on cells it cannot compare or hash (lists, dicts, sets) into a
+    `FEATInputError` naming the column."""
+    try:
+        yield
+    except TypeError as e:
+        raise FEATInputError(f"{what}: column {name!r} holds cells that are neither numbers, dates nor text ({e}); "
+                             "turn them into text or into columns of their own") from None
 
 
 class TableError(FEATInputError):

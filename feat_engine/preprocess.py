@@ -7,17 +7,17 @@ column's support: the context's range, whole numbers where the column holds only
 (docs/decisions/0012-preprocessing.md)."""
 from __future__ import annotations
 
+import re
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any, Hashable, Iterable
 
 import numpy as np
 import pandas as pd
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
-from .errors import FEATDataWarning, FEATInputError, sklearn_words
+from .errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -66,17 +66,6 @@ def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
     return X
 
 
-@contextmanager
-def readable_cells(name: Hashable, what: str) -> Iterator[None]:
-    """Turn the TypeError pandas raises on cells it cannot compare or hash (lists, dicts, sets) into a
-    `FEATInputError` naming the column."""
-    try:
-        yield
-    except TypeError as e:
-        raise FEATInputError(f"{what}: column {name!r} holds cells that are neither numbers, dates nor text ({e}); "
-                             "turn them into text or into columns of their own") from None
-
-
 def column_kind(s: pd.Series) -> str:
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
@@ -98,15 +87,49 @@ def _is_text(s: pd.Series) -> bool:
         and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
+# a number as spreadsheets write one: a currency sign before or after it, commas between groups of three digits, a
+# percent sign after it ("$1,234.50", "-12%", "1,234", "99 €"); the value is the number itself (12% reads 12)
+_FORMATTED = re.compile(r"(?P<sign>[-+]?)\s*(?P<pre>[$€£¥₹]?)\s*(?P<sign2>[-+]?)"
+                        r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*(?P<post>%|[$€£¥₹]?)")
+
+
+def parse_numbers(s: pd.Series) -> pd.Series:
+    """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
+    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign."""
+    text = s.astype(object).where(s.notna()).map(lambda v: str(v).strip(), na_action="ignore")
+    num = pd.to_numeric(text, errors="coerce").astype(np.float64)
+    rest = num.isna() & text.notna()
+    if rest.any():
+        m = text[rest].str.fullmatch(_FORMATTED.pattern)
+        found = text[rest][m.fillna(False).astype(bool)].str.extract(_FORMATTED)
+        v = pd.to_numeric(found["num"].str.replace(",", "", regex=False), errors="coerce")
+        num[found.index] = v.where((found["sign"] != "-") & (found["sign2"] != "-"), -v)
+    return num
+
+
+def number_format(s: pd.Series) -> str | None:
+    """The `str.format` template of a text column's formatted numbers ("${:,.2f}", "{:.0f}%"), from their most common
+    currency sign, percent sign, grouping and decimals; None where its numbers are written plainly."""
+    text = s.dropna().astype(str).str.strip()
+    plain = pd.to_numeric(text, errors="coerce").notna()
+    found = text[~plain].str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
+    if found.empty:
+        return None
+    pre, post = found["pre"].mode().iloc[0], found["post"].mode().iloc[0]
+    grouped = found["num"].str.contains(",", regex=False).any()
+    decimals = int(found["num"].str.extract(r"\.(\d+)$")[0].str.len().fillna(0).mode().iloc[0])
+    return f"{pre}{{:{',' if grouped else ''}.{decimals}f}}{' ' if post in '$€£¥₹' and post else ''}{post}"
+
+
 def numbers_in_text(s: pd.Series) -> pd.Series | None:
-    """A text column's values as numbers (NaN where one is not a number) when at least
+    """A text column's values as numbers (`parse_numbers`; NaN where one is not a number) when at least
     TEXT_PARSE_SHARE of its observed values are numbers, with more than two distinct and none
     written with a leading zero (zip codes, product codes: labels, not quantities); else None."""
     observed = s.dropna()
     if not _is_text(s) or observed.empty:
         return None
     values = observed.astype(str).str.strip()
-    num = pd.to_numeric(values, errors="coerce")
+    num = parse_numbers(values)
     if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or values.str.match(r"[+-]?0\d").any():
         return None
     return num.reindex(s.index)
@@ -190,6 +213,7 @@ class ColumnPlan:
     nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
     text: bool = False                         # numbers or dates given as text (date_format for dates)
     date_format: str | None = None
+    number_format: str | None = None           # numbers given as text with signs or grouping (`number_format`)
 
     def features(self) -> list[str]:
         return [f"{self.name}.{p}" for p in self.parts] if self.kind == "datetime" else [str(self.name)]
@@ -197,7 +221,7 @@ class ColumnPlan:
     def encode(self, s: pd.Series) -> np.ndarray:
         """(N, n_features) float64, unscaled, NaN for missing / unseen."""
         if self.kind == "numeric":
-            return numbers(s)[:, None]
+            return numbers(parse_numbers(s) if self.text else s)[:, None]
         if self.kind == "categorical":
             codes = self.categories.get_indexer(s).astype(np.float64)     # -1: missing or unseen
             codes[codes < 0] = np.nan
@@ -236,8 +260,10 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         kind, parsed = "datetime", read_dates(s, fmt)
         observed = parsed.dropna()
     text = parsed is not None
+    shape = number_format(s) if text and kind == "numeric" else None
     if text:
-        how = "numbers" if kind == "numeric" else f"dates ({fmt})"
+        how = f"dates ({fmt})" if kind == "datetime" else \
+            "numbers" + (f" such as {str(observed.iloc[0]).strip()!r}" if shape else "")
         warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
                       FEATDataWarning, stacklevel=4)
     if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
@@ -248,14 +274,14 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
         return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
     if kind == "numeric":
-        raw = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        raw = (parsed if text else pd.to_numeric(s, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
             warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
         v = raw[np.isfinite(raw)]
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
         return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), lower=float(v.min()),
-                          upper=float(v.max()), text=text)
+                          upper=float(v.max()), text=text, number_format=shape)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     if observed.nunique() < 2:
         return "constant"
@@ -395,7 +421,8 @@ def _decode(c: ColumnPlan, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -
     if c.kind == "numeric":
         v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, whole numbers kept whole
         v = np.round(v) if c.integer else v
-        return pd.Series([f"{x:.0f}" if c.integer else f"{x:.6g}" for x in v], dtype=object) if c.text else pd.Series(v)
+        shape = c.number_format or ("{:.0f}" if c.integer else "{:.6g}")
+        return pd.Series([shape.format(x) for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)

