@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from .errors import FEATDataWarning, FEATInputError, sklearn_words
-from .preprocess import column_kind, numbers
+from .preprocess import column_kind, numbers, numbers_in_text
 
 
 def is_continuous(y: pd.Series) -> bool:
@@ -54,8 +54,25 @@ def infer_task(y: pd.Series, max_classes: int = 10) -> str:
     {"regression", "classification"}
         The task the target asks for.
     """
+    y = _read_as_numbers(y)
     many = column_kind(y) == "numeric" and y.nunique() > max_classes
     return "regression" if many or is_continuous(y) else "classification"
+
+
+def _read_as_numbers(y: pd.Series) -> pd.Series:
+    """y, or its numbers where it is text whose values are numbers (`numbers_in_text`: "$1,234.50" too)."""
+    parsed = numbers_in_text(y) if column_kind(y) != "numeric" else None
+    return y if parsed is None else parsed.rename(y.name)
+
+
+def numeric_target(y: pd.Series) -> pd.Series:
+    """A regression target: y, or its numbers where it is text whose values are numbers, said in a FEATDataWarning
+    as for a feature column (`preprocess.plan_column`)."""
+    parsed = _read_as_numbers(y)
+    if parsed is not y:
+        warnings.warn(f"target {y.name or 'y'!r} holds numbers as text and is read as such", FEATDataWarning,
+                      stacklevel=3)
+    return parsed
 
 
 def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 
 from feat_engine.errors import FEATDataWarning, FEATInputError
 from feat_engine.preprocess import CLIP, TablePreprocessor
-from feat_engine.targets import ClassEncoder, TargetScaler, infer_task, target_rows
+from feat_engine.targets import ClassEncoder, TargetScaler, infer_task, numeric_target, target_rows
 
 
 def mixed_table(n: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -226,3 +226,9 @@ def test_infer_task():
     assert infer_task(pd.Series([0, 1, 2, 1])) == "classification"
     assert infer_task(pd.Series(np.linspace(0, 1, 50))) == "regression"
     assert infer_task(pd.Series(np.arange(50))) == "regression"
+    # numbers written as text are numbers here too: prices are a regression, three codes still classes
+    prices = pd.Series([f"${v:,.2f}" for v in np.linspace(5, 5000, 40)], name="price")
+    assert infer_task(prices) == "regression" and infer_task(pd.Series(["1", "2", "3"] * 5)) == "classification"
+    with pytest.warns(FEATDataWarning, match="target 'price' holds numbers as text"):
+        y = numeric_target(prices)
+    assert y.iloc[-1] == 5000.0 and y.name == "price"

@@ -11,7 +11,7 @@ from ..progress import StepCounter
 from ..reading.blend import blend_prediction
 from ..reading.members import Member
 from ..reading.quantile_transform import reads_quantiles
-from ..targets import TargetScaler, as_target, target_rows
+from ..targets import TargetScaler, as_target, numeric_target, target_rows
 from . import runner
 from .base import documented
 from .in_context import KEPT_MEMBERS, InContextBase
@@ -32,7 +32,7 @@ from .in_context import KEPT_MEMBERS, InContextBase
 class FEATRegressor(RegressorMixin, InContextBase):
     def fit(self, X: Any, y: Any) -> "FEATRegressor":
         """Store the context table X and its numeric targets y (rows with a missing target are dropped)."""
-        X, y = self._context_frame(X, y), as_target(y)
+        X, y = self._context_frame(X, y), numeric_target(as_target(y))
         keep = target_rows(y, len(X))
         self.scaler_ = TargetScaler().fit(y.iloc[keep])
         self._fit_supervised(X.iloc[keep], self.scaler_.transform(y.iloc[keep]), classification=False)
