@@ -1,6 +1,7 @@
 """Predict over the kinds of table an analyst uploads: every target kind, in Evaluate with the GBDT comparison
 on and in Fill in, on one table that holds every feature kind the Data view assigns (an integer 0/1 flag, an
-integer-coded category, text with levels that only the predicted rows hold, booleans, dates, numbers).
+integer-coded category, text with levels that only the predicted rows hold, booleans, dates, numbers, money written
+as text, a Parquet list column).
 Through AppTest with the real engine (one member, 160 rows)."""
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def kinds_table(with_missing_targets: bool, seed: int = 0) -> pd.DataFrame:
         "region": region,
         "member": rng.random(N) > 0.5,
         "joined": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, N), unit="D"),
+        "fee": [f"${v:,.2f}" for v in 1000 * np.exp(0.5 * z)],                  # money as a spreadsheet writes it
+        "tags": [["new", "web"][: 1 + k % 2] for k in range(N)],                 # a Parquet list column
         "t_int01": (score > 0).astype(np.int64),
         "t_bool": score > 0.3,
         "t_Int64": pd.array(np.digitize(score, [-0.6, 0.6]), dtype="Int64"),
@@ -82,6 +85,8 @@ def run_predict(target: str, mode: str, df: pd.DataFrame):
 def test_evaluate_with_the_gbdt_comparison_on_every_target_kind(target):
     df = kinds_table(with_missing_targets=False)
     at, res = run_predict(target, "Evaluate", df)
+    assert at.session_state["types"]["fee"] == "numeric" and at.session_state["types"]["tags"] == "categorical"
+    assert "'tags' holds lists or records, read as their text" in " ".join(at.session_state["dataset"]["notes"])
     assert res["gbdt"] is not None and res["gbdt_error"] is None
     train_levels = set(df["region"].drop(res["test_index"]))
     assert set(df.loc[res["test_index"], "region"]) - train_levels     # levels only the holdout holds
