@@ -190,13 +190,17 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
     comma = _decimal_comma_columns(df) if sep != "," else []
     if comma:
         for c in comma:
-            df[c] = pd.to_numeric(df[c].str.strip().str.replace(".", "", regex=False).str.replace(",", ".", regex=False))
+            t = df[c].str.strip()
+            v = pd.to_numeric(t.str.replace(r"[^\d,]", "", regex=True).str.replace(",", ".", regex=False))
+            df[c] = v.where(~t.str.contains("-", regex=False), -v)
         notes.append(f"column{'s' if len(comma) > 1 else ''} {', '.join(repr(c) for c in comma)} read as numbers "
                      "written with a decimal comma (1.234,5 = 1234.5)")
     return Loaded(df, name, "tsv" if sep == "\t" else "csv", enc, sep, notes)
 
 
-_DECIMAL_COMMA = r"[+-]?(\d+|\d{1,3}(\.\d{3})+)(,\d+)?"     # 12,5  -3  1.234,5 (dots group thousands)
+# 12,5  -3  1.234,5  1 234,50 €  -12,5 %  (dots or spaces group thousands; a currency sign before or after, a percent
+# sign after: spreadsheets' exports in a language that writes a decimal comma)
+_DECIMAL_COMMA = r"[+-]?\s*[$€£¥₹]?\s*[+-]?(\d+|\d{1,3}([.\s]\d{3})+)(,\d+)?\s*(%|[$€£¥₹])?"
 
 
 def _decimal_comma_columns(df: pd.DataFrame) -> list:

@@ -36,11 +36,13 @@ def test_detects_encoding_and_delimiter(tmp_path, name, data, encoding, delimite
 def test_decimal_commas_become_numbers_with_a_note():
     """A semicolon-separated export with decimal commas (and dots grouping thousands) gives numbers;
     a column with any other value, or a comma-delimited file, keeps its text."""
-    data = "prix;poids;code;note\n1,5;1.234,5;007;a,b\n-2,25;3;1,2x;c\n3;0,5;12;d\n".encode("cp1252")
+    data = ("prix;poids;code;note;montant;taux\n1,5;1.234,5;007;a,b;1 234,50 €;12,5 %\n-2,25;3;1,2x;c;-5,00 €;3 %\n"
+            "3;0,5;12;d;€ 7,25;-1,5%\n").encode("cp1252")
     got = load_table(data, "europe.csv")
     assert got.df["prix"].tolist() == [1.5, -2.25, 3.0] and got.df["poids"].tolist() == [1234.5, 3.0, 0.5]
+    assert got.df["montant"].tolist() == [1234.5, -5.0, 7.25] and got.df["taux"].tolist() == [12.5, 3.0, -1.5]
     assert got.df["code"].tolist() == ["007", "1,2x", "12"] and got.df["note"].tolist() == ["a,b", "c", "d"]
-    assert any("'prix', 'poids' read as numbers written with a decimal comma" in n for n in got.notes)
+    assert any("'prix', 'poids', 'montant', 'taux' read as numbers written with a decimal comma" in n for n in got.notes)
     plain = load_table(b'a,b\n"1,5",x\n"2,5",y\n', "us.csv")
     assert plain.df["a"].tolist() == ["1,5", "2,5"] and not plain.notes
 
