@@ -24,6 +24,7 @@ ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this s
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
 NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
 TEXT_PARSE_SHARE = 0.95       # a text column is read as numbers (or dates) when this share of its values parse
+SHAPE_VALUES = 10_000         # distinct values of a text column of numbers that decide how it writes them
 _EPOCH = pd.Timestamp("1970-01-01")
 
 
@@ -95,22 +96,22 @@ _FORMATTED = re.compile(r"(?P<sign>[-+]?)\s*(?P<pre>[$€£¥₹]?)\s*(?P<sign2>
 
 def parse_numbers(s: pd.Series) -> pd.Series:
     """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
-    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign."""
-    text = s.astype(object).where(s.notna()).map(lambda v: str(v).strip(), na_action="ignore")
+    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign.
+    Each distinct value is read once."""
+    codes, uniques = pd.factorize(s)
+    text = pd.Series(uniques, dtype=object).map(lambda v: str(v).strip())
     num = pd.to_numeric(text, errors="coerce").astype(np.float64)
-    rest = num.isna() & text.notna()
-    if rest.any():
-        m = text[rest].str.fullmatch(_FORMATTED.pattern)
-        found = text[rest][m.fillna(False).astype(bool)].str.extract(_FORMATTED)
-        v = pd.to_numeric(found["num"].str.replace(",", "", regex=False), errors="coerce")
-        num[found.index] = v.where((found["sign"] != "-") & (found["sign2"] != "-"), -v)
-    return num
+    rest = text[num.isna()]
+    found = rest[rest.str.fullmatch(_FORMATTED.pattern)]
+    num[found.index] = pd.to_numeric(found.str.replace(r"[$€£¥₹%,\s+]", "", regex=True), errors="coerce")
+    return pd.Series(np.append(num.to_numpy(), np.nan)[codes], index=s.index)   # code -1 (missing): NaN
 
 
 def number_format(s: pd.Series) -> str | None:
-    """The `str.format` template of a text column's formatted numbers ("${:,.2f}", "{:.0f}%"), from their most common
-    currency sign, percent sign, grouping and decimals; None where its numbers are written plainly."""
-    text = s.dropna().astype(str).str.strip()
+    """The `str.format` template of a text column's formatted numbers ("${:,.2f}", "{:.0f}%"), from the currency
+    sign, percent sign, grouping and decimals most of its first SHAPE_VALUES distinct values have; None where they
+    are written plainly."""
+    text = pd.Series(s.dropna().unique()[:SHAPE_VALUES], dtype=object).astype(str).str.strip()
     plain = pd.to_numeric(text, errors="coerce").notna()
     found = text[~plain].str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
     if found.empty:
@@ -128,9 +129,9 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     observed = s.dropna()
     if not _is_text(s) or observed.empty:
         return None
-    values = observed.astype(str).str.strip()
-    num = parse_numbers(values)
-    if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or values.str.match(r"[+-]?0\d").any():
+    num = parse_numbers(observed)
+    if num.notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or \
+            pd.Series(observed.unique(), dtype=object).astype(str).str.strip().str.match(r"[+-]?0\d").any():
         return None
     return num.reindex(s.index)
 
