@@ -54,12 +54,12 @@ def infer_task(y: pd.Series, max_classes: int = 10) -> str:
     {"regression", "classification"}
         The task the target asks for.
     """
-    y = _read_as_numbers(y)
+    y = target_numbers(y)
     many = column_kind(y) == "numeric" and y.nunique() > max_classes
     return "regression" if many or is_continuous(y) else "classification"
 
 
-def _read_as_numbers(y: pd.Series) -> pd.Series:
+def target_numbers(y: pd.Series) -> pd.Series:
     """y, or its numbers where it is text whose values are numbers (`numbers_in_text`: "$1,234.50" too)."""
     parsed = numbers_in_text(y) if column_kind(y) != "numeric" else None
     return y if parsed is None else parsed.rename(y.name)
@@ -68,7 +68,7 @@ def _read_as_numbers(y: pd.Series) -> pd.Series:
 def numeric_target(y: pd.Series) -> pd.Series:
     """A regression target: y, or its numbers where it is text whose values are numbers, said in a FEATDataWarning
     as for a feature column (`preprocess.plan_column`)."""
-    parsed = _read_as_numbers(y)
+    parsed = target_numbers(y)
     if parsed is not y:
         warnings.warn(f"target {y.name or 'y'!r} holds numbers as text and is read as such", FEATDataWarning,
                       stacklevel=3)

@@ -54,6 +54,9 @@ def test_pearson_and_spearman_share_the_order(table):
     assert s.loc["a", "e"] == pytest.approx(1.0)             # monotone -> rank correlation 1
     assert p.loc["a", "e"] < 0.95                            # ... but not linear
     assert abs(p.loc["b", "colour"]) > 0.5
+    # a target written as money is its numbers, as for the estimators
+    money = table.assign(c=[f"${v:,.6f}" for v in table["c"]])
+    pd.testing.assert_frame_equal(pearson_matrix(money, target="c"), pearson_matrix(table, target="c"), atol=1e-5)
 
 
 def test_mutual_information_sees_what_the_correlations_cannot(table):
@@ -138,7 +141,7 @@ def test_feat_matrices_in_bf16_follow_the_fp32_reference(table):
 def test_relation_errors(table):
     with pytest.raises(FEATInputError, match="'nope' does not exist"):
         relation_matrix(table, target="nope")
-    many = table.assign(y=np.arange(len(table)) % 12).astype({"y": str})
+    many = table.assign(y=[f"c{k % 12}" for k in range(len(table))])     # (text of numbers would be numbers)
     with pytest.raises(FEATInputError, match="12 classes"):
         relation_matrix(many, target="y", n_estimators=1)
     with pytest.raises(FEATInputError, match=r"Found array with 0 sample\(s\)"):

@@ -14,7 +14,7 @@ from sklearn.feature_selection import mutual_info_regression
 
 from ..errors import FEATInputError
 from ..preprocess import TablePreprocessor, as_frame
-from ..targets import ClassEncoder, infer_task
+from ..targets import ClassEncoder, infer_task, target_numbers
 
 
 def split_target(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, pd.Series | None]:
@@ -36,7 +36,8 @@ def encoded_table(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     X, y = split_target(X, target)
     enc = TablePreprocessor().fit(X).encode(X)
     if y is not None:
-        enc[str(target)] = y.to_numpy() if infer_task(y) == "regression" else _codes(y, target).astype(float)
+        numbers = infer_task(y) == "regression"
+        enc[str(target)] = target_numbers(y).to_numpy() if numbers else _codes(y, target).astype(float)
     return enc
 
 

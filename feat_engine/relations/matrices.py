@@ -20,7 +20,7 @@ from ..model.edge_head import DEPTHS, EdgeHead
 from ..preprocess import TablePreprocessor
 from ..progress import Progress, StepCounter
 from ..reading.members import plan_members
-from ..targets import ClassEncoder, TargetScaler, infer_task, target_rows
+from ..targets import ClassEncoder, TargetScaler, infer_task, numeric_target, target_rows
 from .correlations import pair_statistics, split_target
 
 
@@ -35,6 +35,7 @@ def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | No
     keep = target_rows(y, len(X), str(target))
     x, y = x[keep], y.iloc[keep]
     if infer_task(y) == "regression":
+        y = numeric_target(y)
         return np.column_stack([x, TargetScaler().fit(y, str(target)).transform(y)]), names + [str(target)], None
     enc = ClassEncoder().fit(y, str(target))
     if len(enc.classes_) > max_classes:
