@@ -112,23 +112,26 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
-def test_numbers_written_with_currency_grouping_or_percent_are_numbers_and_filled_in_their_format():
+def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_numbers_filled_in_their_format():
     rng = np.random.default_rng(0)
     x = rng.uniform(10, 5000, 60).round(2)
     df = pd.DataFrame({"price": [f"${v:,.2f}" for v in x], "share": [f"{v % 100:.0f}%" for v in x],
                        "qty": [f"{int(v * 20):,}" for v in x], "euro": [f"{v:.0f} €" for v in x],
-                       "ratio": [f"{v % 7:.0f},5" for v in x]})        # a decimal comma in a comma file: text
+                       "ratio": [f"{v % 7:.0f},5" for v in x],         # a decimal comma in a comma file: text
+                       "temp": ["?" if i % 4 == 0 else f"{v / 100:.1f}" for i, v in enumerate(x)]})   # "?": missing
     with pytest.warns(FEATDataWarning, match=r"'price' holds numbers such as '\$"):
         pre = TablePreprocessor().fit(df)
     assert [(c.kind, c.number_format) for c in pre.plan_] == [
         ("numeric", "${:,.2f}"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
-        ("categorical", None)]
+        ("categorical", None), ("numeric", None)]
+    assert np.isnan(pre.encode(df)["temp"].iloc[0]) and pre.encode(df)["temp"].iloc[1] == round(x[1] / 100, 1)
     raw = pre.encode(df)
     np.testing.assert_allclose(raw["price"], x)
     np.testing.assert_allclose(raw["qty"], [int(v * 20) for v in x])
     # query rows written the same way read the same numbers; a sign before or after the currency is a minus
-    query = pd.DataFrame({"price": ["-$1,000.00", "$-2.50", "12"], "share": ["5%", "-1%", "x"], "qty": ["1,000", "7", None],
-                          "euro": ["3 €", "4", "5 €"], "ratio": ["1,5"] * 3})
+    query = pd.DataFrame({"price": ["-$1,000.00", "$-2.50", "12"], "share": ["5%", "-1%", "x"],
+                          "qty": ["1,000", "7", None], "euro": ["3 €", "4", "5 €"], "ratio": ["1,5"] * 3,
+                          "temp": ["1.5", "?", "2"]})
     got = pre.encode(query)
     assert got["price"].tolist() == [-1000.0, -2.5, 12.0] and got["share"].tolist()[:2] == [5.0, -1.0]
     assert np.isnan(got["share"].iloc[2]) and got["qty"].tolist()[:2] == [1000.0, 7.0]
@@ -136,7 +139,7 @@ def test_numbers_written_with_currency_grouping_or_percent_are_numbers_and_fille
     holes = df.copy()
     holes.loc[[0, 1], ["price", "share", "qty", "euro"]] = None
     out = pre.inverse_transform(pre.transform(df), holes)
-    pd.testing.assert_frame_equal(out.iloc[:2, :4], df.iloc[:2, :4], check_dtype=False)
+    pd.testing.assert_frame_equal(out.iloc[:2, :4], df.iloc[:2, :4], check_dtype=False)     # (temp: no hole)
     pd.testing.assert_frame_equal(out.iloc[2:], df.iloc[2:])
 
 

@@ -1,0 +1,98 @@
+"""Numbers and dates written as text: the values a text column holds when they are numbers (plainly, or as
+spreadsheets write them: "$1,234.50", "12%", "1,234") or dates written one way, and how the column writes them.
+The one reading of such columns for the estimators, the CLI and the app (docs/decisions/0012-preprocessing.md)."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+
+TEXT_PARSE_SHARE = 0.95       # a text column is read as numbers (or dates) when this share of its values parse
+SHAPE_VALUES = 10_000         # distinct values of a text column of numbers that decide how it writes them
+MISSING_MARKS = {"?", "-", "--", ".", "n.a.", "n/a", "na", "nan", "none", "null", "missing", "#n/a", "#value!",
+                 "#div/0!"}  # written for a missing value (lower case): read as missing, not counted against numbers
+
+
+def _is_text(s: pd.Series) -> bool:
+    return (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)) \
+        and not isinstance(s.dtype, pd.CategoricalDtype)
+
+
+# a number as spreadsheets write one: a currency sign before or after it, commas between groups of three digits, a
+# percent sign after it ("$1,234.50", "-12%", "1,234", "99 €"); the value is the number itself (12% reads 12)
+_FORMATTED = re.compile(r"(?P<sign>[-+]?)\s*(?P<pre>[$€£¥₹]?)\s*(?P<sign2>[-+]?)"
+                        r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*(?P<post>%|[$€£¥₹]?)")
+
+
+def parse_numbers(s: pd.Series) -> pd.Series:
+    """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
+    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign.
+    Each distinct value is read once."""
+    codes, uniques = pd.factorize(s)
+    text = pd.Series(uniques, dtype=object).map(lambda v: str(v).strip())
+    num = pd.to_numeric(text, errors="coerce").astype(np.float64)
+    rest = text[num.isna()]
+    found = rest[rest.str.fullmatch(_FORMATTED.pattern)]
+    num[found.index] = pd.to_numeric(found.str.replace(r"[$€£¥₹%,\s+]", "", regex=True), errors="coerce")
+    return pd.Series(np.append(num.to_numpy(), np.nan)[codes], index=s.index)   # code -1 (missing): NaN
+
+
+def number_format(s: pd.Series) -> str | None:
+    """The `str.format` template of a text column's formatted numbers ("${:,.2f}", "{:.0f}%"), from the currency
+    sign, percent sign, grouping and decimals most of its first SHAPE_VALUES distinct values have; None where they
+    are written plainly."""
+    text = pd.Series(s.dropna().unique()[:SHAPE_VALUES], dtype=object).astype(str).str.strip()
+    plain = pd.to_numeric(text, errors="coerce").notna()
+    found = text[~plain].str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
+    if found.empty:
+        return None
+    pre, post = found["pre"].mode().iloc[0], found["post"].mode().iloc[0]
+    grouped = found["num"].str.contains(",", regex=False).any()
+    decimals = int(found["num"].str.extract(r"\.(\d+)$")[0].str.len().fillna(0).mode().iloc[0])
+    return f"{pre}{{:{',' if grouped else ''}.{decimals}f}}{' ' if post in '$€£¥₹' and post else ''}{post}"
+
+
+def numbers_in_text(s: pd.Series) -> pd.Series | None:
+    """A text column's values as numbers (`parse_numbers`; NaN where one is not a number) when at least
+    TEXT_PARSE_SHARE of its observed values are numbers, not counting the marks tables write for a missing value
+    (`MISSING_MARKS`: "?", "-", "n.a.", ...), with more than two distinct and none written with a leading zero (zip
+    codes, product codes: labels, not quantities); else None."""
+    observed = s.dropna()
+    if not _is_text(s) or observed.empty:
+        return None
+    num = parse_numbers(observed)
+    distinct = pd.Series(observed.unique(), dtype=object).astype(str).str.strip()
+    counted = ~observed.isin(observed.unique()[distinct.str.lower().isin(MISSING_MARKS).to_numpy()])
+    if not counted.any() or num[counted].notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or \
+            distinct.str.match(r"[+-]?0\d").any():
+        return None
+    return num.reindex(s.index)
+
+
+def date_format(s: pd.Series) -> str | None:
+    """The strftime format of a text column whose observed values are dates written one way (guessed
+    from the first, month or day first, and at least TEXT_PARSE_SHARE of them parse with it), else None.
+    Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not dates."""
+    observed = s.dropna()
+    if not _is_text(s) or observed.empty:
+        return None
+    first, values = str(observed.iloc[0]).strip(), observed.astype(str).str.strip()
+    best, share = None, 0.0
+    for dayfirst in (False, True):
+        with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
+            warnings.simplefilter("ignore", UserWarning)
+            fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
+        if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H")):   # a bare year is a number
+            continue
+        parsed = pd.to_datetime(values, format=fmt, errors="coerce").notna().mean()
+        if parsed > share:
+            best, share = fmt, parsed
+    return best if share >= TEXT_PARSE_SHARE else None
+
+
+def read_dates(s: pd.Series, fmt: str) -> pd.Series:
+    """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
+    return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
+                          format=fmt, errors="coerce")
