@@ -118,12 +118,13 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
     df = pd.DataFrame({"price": [f"${v:,.2f}" for v in x], "share": [f"{v % 100:.0f}%" for v in x],
                        "qty": [f"{int(v * 20):,}" for v in x], "euro": [f"{v:.0f} €" for v in x],
                        "ratio": [f"{v % 7:.0f},5" for v in x],         # a decimal comma in a comma file: text
-                       "temp": ["?" if i % 4 == 0 else f"{v / 100:.1f}" for i, v in enumerate(x)]})   # "?": missing
+                       "temp": ["?" if i % 4 == 0 else f"{v / 100:.1f}" for i, v in enumerate(x)],   # "?": missing
+                       "day": ["-" if i % 4 == 0 else f"{1 + i % 28:02d}/03/2024" for i in range(len(x))]})
     with pytest.warns(FEATDataWarning, match=r"'price' holds numbers such as '\$"):
         pre = TablePreprocessor().fit(df)
     assert [(c.kind, c.number_format) for c in pre.plan_] == [
         ("numeric", "${:,.2f}"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
-        ("categorical", None), ("numeric", None)]
+        ("categorical", None), ("numeric", None), ("datetime", None)]
     assert np.isnan(pre.encode(df)["temp"].iloc[0]) and pre.encode(df)["temp"].iloc[1] == round(x[1] / 100, 1)
     raw = pre.encode(df)
     np.testing.assert_allclose(raw["price"], x)
@@ -131,7 +132,7 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
     # query rows written the same way read the same numbers; a sign before or after the currency is a minus
     query = pd.DataFrame({"price": ["-$1,000.00", "$-2.50", "12"], "share": ["5%", "-1%", "x"],
                           "qty": ["1,000", "7", None], "euro": ["3 €", "4", "5 €"], "ratio": ["1,5"] * 3,
-                          "temp": ["1.5", "?", "2"]})
+                          "temp": ["1.5", "?", "2"], "day": ["-", "01/03/2024", "02/03/2024"]})
     got = pre.encode(query)
     assert got["price"].tolist() == [-1000.0, -2.5, 12.0] and got["share"].tolist()[:2] == [5.0, -1.0]
     assert np.isnan(got["share"].iloc[2]) and got["qty"].tolist()[:2] == [1000.0, 7.0]
@@ -139,7 +140,7 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
     holes = df.copy()
     holes.loc[[0, 1], ["price", "share", "qty", "euro"]] = None
     out = pre.inverse_transform(pre.transform(df), holes)
-    pd.testing.assert_frame_equal(out.iloc[:2, :4], df.iloc[:2, :4], check_dtype=False)     # (temp: no hole)
+    pd.testing.assert_frame_equal(out.iloc[:2, :4], df.iloc[:2, :4], check_dtype=False)     # (temp, day: no hole)
     pd.testing.assert_frame_equal(out.iloc[2:], df.iloc[2:])
 
 

@@ -72,13 +72,16 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
 
 
 def date_format(s: pd.Series) -> str | None:
-    """The strftime format of a text column whose observed values are dates written one way (guessed
-    from the first, month or day first, and at least TEXT_PARSE_SHARE of them parse with it), else None.
-    Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not dates."""
-    observed = s.dropna()
-    if not _is_text(s) or observed.empty:
+    """The strftime format of a text column whose observed values are dates written one way (guessed from its first
+    value, month or day first, and at least TEXT_PARSE_SHARE of them parse with it, not counting `MISSING_MARKS`),
+    else None. Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not dates."""
+    if not _is_text(s) or s.dropna().empty:
         return None
-    first, values = str(observed.iloc[0]).strip(), observed.astype(str).str.strip()
+    counts = s.dropna().astype(str).str.strip().value_counts(sort=False)      # each distinct value once, in order
+    counts = counts[~counts.index.str.lower().isin(MISSING_MARKS)]
+    if counts.empty:
+        return None
+    first = str(counts.index[0])
     best, share = None, 0.0
     for dayfirst in (False, True):
         with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
@@ -86,7 +89,7 @@ def date_format(s: pd.Series) -> str | None:
             fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
         if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H")):   # a bare year is a number
             continue
-        parsed = pd.to_datetime(values, format=fmt, errors="coerce").notna().mean()
+        parsed = counts[pd.to_datetime(counts.index, format=fmt, errors="coerce").notna()].sum() / counts.sum()
         if parsed > share:
             best, share = fmt, parsed
     return best if share >= TEXT_PARSE_SHARE else None
