@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from feat_engine.predictions import prediction_table
+from feat_engine.preprocess import date_format, number_format, parse_numbers
 
 from . import figures, numbers
 from .io import TableError
@@ -64,14 +65,29 @@ def filled_target_table(df: pd.DataFrame, rows, y_pred, target: str) -> pd.DataF
     return out
 
 
-def merge_columns(original: pd.DataFrame, filled: pd.DataFrame) -> pd.DataFrame:
-    """The original table with the columns of `filled` swapped in (same order and index);
-    columns the model did not see are kept as they were."""
+def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The original table with the columns of `filled` swapped in (same order and index); columns the model did not
+    see are kept as they were. A column the file holds as text that the Data view read as numbers or dates
+    ("$1,234.50", "12%", "03/01/2024") keeps its text, and its cells `mask` marks as filled are written the way the
+    column writes its values (`number_format`, `date_format`), so that nothing else in it changes."""
     out = original.copy()
     for c in filled.columns:
-        if c in out.columns:
-            out[c] = filled[c]
+        if c not in out.columns:
+            continue
+        s, f = original[c], filled[c]
+        reread = (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)) and mask is not None \
+            and (pd.api.types.is_numeric_dtype(f) or pd.api.types.is_datetime64_any_dtype(f))
+        out[c] = s.astype(object).mask(mask[c], _written_like(s, f)) if reread else f
     return out
+
+
+def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
+    """`values` (numbers or dates read from the text column s) as text the way s writes them."""
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return values.dt.strftime(date_format(s) or "%Y-%m-%d %H:%M:%S").astype(object)
+    whole = bool(np.all(np.mod(parse_numbers(s).dropna(), 1) == 0))
+    shape = number_format(s) or ("{:.0f}" if whole else "{:.6g}")
+    return values.map(shape.format, na_action="ignore").astype(object)
 
 
 HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"

@@ -502,6 +502,11 @@ def test_predictions_frame_and_merge_and_highlight():
     filled = pd.DataFrame({"a": [1.0, 5.0], "b": [3.0, 2.0]})
     m = downloads.merge_columns(orig, filled)
     assert list(m.columns) == ["a", "id", "b"] and m["a"].tolist() == [1.0, 5.0] and m["id"].isna().iloc[1]
+    # a text column the Data view read as numbers keeps its text; its filled cells are written as it writes them
+    money = pd.DataFrame({"fee": ["$1,000.50", None, "?", "$20.00"], "n": [1.0, np.nan, 3.0, 4.0]})
+    done = pd.DataFrame({"fee": [1000.5, 2345.678, 7.0, 20.0], "n": [1.0, 2.0, 3.0, 4.0]})
+    m = downloads.merge_columns(money, done, pd.DataFrame({"fee": [False, True, True, False], "n": [False, True] * 2}))
+    assert m["fee"].tolist() == ["$1,000.50", "$2,345.68", "$7.00", "$20.00"] and m["n"].tolist() == [1.0, 2.0, 3.0, 4.0]
     sty = downloads.highlight(filled, orig[["a", "b"]].isna())
     html = sty.to_html()
     css = html.split("</style>")[0]

@@ -87,7 +87,7 @@ st.caption("A category cell: how likely FEAT thinks the value filled in is. A nu
            "in three of its errors there were smaller.")
 st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True, placeholder="")
 
-full = downloads.merge_columns(ds["df"], filled)
+full = downloads.merge_columns(ds["df"], filled, mask)
 st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
 d1, d2 = st.columns(2)
 stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
