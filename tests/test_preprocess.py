@@ -108,7 +108,7 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     z = pre.transform(df)               # the model's values: here the true ones
     df.loc[[2, 9], ["when", "x"]] = None
     out = pre.inverse_transform(z, df)
-    assert out.loc[2, "when"] == "03/01/2021" and out.loc[2, "x"] == "3" and out.loc[4, "x"] == "?"
+    assert out.loc[2, "when"] == "03/01/2021" and out.loc[2, "x"] == "3.0" and out.loc[4, "x"] == "?"
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
@@ -124,7 +124,7 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
         pre = TablePreprocessor().fit(df)
     assert [(c.kind, c.number_format) for c in pre.plan_] == [
         ("numeric", "${:,.2f}"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
-        ("categorical", None), ("numeric", None), ("datetime", None)]
+        ("categorical", None), ("numeric", "{:.1f}"), ("datetime", None)]
     assert np.isnan(pre.encode(df)["temp"].iloc[0]) and pre.encode(df)["temp"].iloc[1] == round(x[1] / 100, 1)
     raw = pre.encode(df)
     np.testing.assert_allclose(raw["price"], x)

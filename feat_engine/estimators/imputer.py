@@ -93,7 +93,7 @@ class FEATImputer(TransformerMixin, FEATBase):
         number stays within its column's observed range, whole where the column holds only whole numbers. A
         DataFrame of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
-        frame = self._query_frame(X, "X")
+        frame = self.preprocessor_.marks_as_missing(self._query_frame(X, "X"))     # "?" in a column of numbers: a hole
         xz = self.preprocessor_.transform(frame, "query")
         same = xz.shape == self.context_.shape and np.array_equal(xz, self.context_, equal_nan=True)
         if not same:                                                  # the table's own notes were given at fit

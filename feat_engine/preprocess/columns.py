@@ -17,7 +17,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
-from .text_values import date_format, number_format, numbers_in_text, parse_numbers, read_dates
+from .text_values import date_format, missing_marks, number_format, numbers_in_text, parse_numbers, read_dates
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -309,6 +309,17 @@ class TablePreprocessor:
         is False), NaN = missing."""
         z = (self.encode(X, what).to_numpy() - self.mean_) / self.std_
         return (np.clip(z, -CLIP, CLIP) if clip else z).astype(np.float32)
+
+    def marks_as_missing(self, X: pd.DataFrame) -> pd.DataFrame:
+        """X with the missing marks ("?", "n.a.": `MISSING_MARKS`) of its columns of numbers or dates written as text
+        as NaN: cells the model reads as missing, which an imputer then fills. X itself where there are none."""
+        out = X
+        for c in (c for c in self.plan_ if c.text):
+            marked = missing_marks(X[c.name])
+            if marked.any():
+                out = out.copy() if out is X else out
+                out[c.name] = X[c.name].mask(marked)
+        return out
 
     def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
         """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes. A number

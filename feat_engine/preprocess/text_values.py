@@ -40,17 +40,16 @@ def parse_numbers(s: pd.Series) -> pd.Series:
 
 
 def number_format(s: pd.Series) -> str | None:
-    """The `str.format` template of a text column's formatted numbers ("${:,.2f}", "{:.0f}%"), from the currency
-    sign, percent sign, grouping and decimals most of its first SHAPE_VALUES distinct values have; None where they
-    are written plainly."""
+    """The `str.format` template a text column of numbers writes them in ("${:,.2f}", "{:.0f}%", "{:.1f}"): the
+    currency and percent signs most of its first SHAPE_VALUES distinct values have, grouping where any has it, and
+    the most decimals any has (at most 6); None where none is written as `_FORMATTED` reads (1e3)."""
     text = pd.Series(s.dropna().unique()[:SHAPE_VALUES], dtype=object).astype(str).str.strip()
-    plain = pd.to_numeric(text, errors="coerce").notna()
-    found = text[~plain].str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
+    found = text.str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
     if found.empty:
         return None
     pre, post = found["pre"].mode().iloc[0], found["post"].mode().iloc[0]
     grouped = found["num"].str.contains(",", regex=False).any()
-    decimals = int(found["num"].str.extract(r"\.(\d+)$")[0].str.len().fillna(0).mode().iloc[0])
+    decimals = min(6, int(found["num"].str.extract(r"\.(\d+)$")[0].str.len().fillna(0).max()))
     return f"{pre}{{:{',' if grouped else ''}.{decimals}f}}{' ' if post in '$€£¥₹' and post else ''}{post}"
 
 
@@ -62,13 +61,18 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     observed = s.dropna()
     if not _is_text(s) or observed.empty:
         return None
-    num = parse_numbers(observed)
-    distinct = pd.Series(observed.unique(), dtype=object).astype(str).str.strip()
-    counted = ~observed.isin(observed.unique()[distinct.str.lower().isin(MISSING_MARKS).to_numpy()])
+    num, counted = parse_numbers(observed), ~missing_marks(observed)
     if not counted.any() or num[counted].notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or \
-            distinct.str.match(r"[+-]?0\d").any():
+            pd.Series(observed.unique(), dtype=object).astype(str).str.strip().str.match(r"[+-]?0\d").any():
         return None
     return num.reindex(s.index)
+
+
+def missing_marks(s: pd.Series) -> pd.Series:
+    """Where the column s holds one of `MISSING_MARKS` (bool, on s's index); each distinct value is read once."""
+    codes, uniques = pd.factorize(s)
+    marks = pd.Series(uniques, dtype=object).map(lambda v: str(v).strip().lower()).isin(MISSING_MARKS).to_numpy()
+    return pd.Series(np.append(marks, False)[codes], index=s.index)
 
 
 def date_format(s: pd.Series) -> str | None:
