@@ -38,6 +38,7 @@ ACCEPTED = "CSV (.csv, .txt), TSV (.tsv, .tab), Parquet (.parquet, .pq) or Excel
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 20  # the head of a text file that encoding checks and delimiter sniffing look at
+HEAD_ROWS = 200        # rows of that head that tell a first row of data from a header
 
 
 @dataclass
@@ -141,6 +142,31 @@ def _header_cells(text: str, delimiter: str) -> list[str]:
     return []
 
 
+def _no_header(text: str, delimiter: str) -> bool:
+    """Whether the first row of the text file's head is data rather than column names: none of its cells reads as a
+    name (a cell is data where it is a number with decimals in a column of numbers, or a value its column holds
+    below), and some cell is data, or the row repeats a cell. Whole numbers in a column of numbers (years, ids) prove
+    nothing either way, so a row of them alone is a header unless it repeats one."""
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)][:HEAD_ROWS]
+    if len(rows) < 3:
+        return False
+    first, below = [c.strip() for c in rows[0]], [[c.strip() for c in r] for r in rows[1:]]
+    data = 0
+    for j, cell in enumerate(first):
+        column = [r[j] for r in below if j < len(r) and r[j]]
+        parsed = pd.to_numeric(pd.Series(column, dtype=object), errors="coerce")
+        numeric = bool(column) and parsed.notna().mean() >= 0.95
+        value = float(pd.to_numeric(cell, errors="coerce")) if cell else np.nan
+        if not cell or (numeric and value == np.round(value)):
+            continue                                      # empty, or a whole number over numbers: no evidence
+        if (numeric and not np.isnan(value)) or cell in column:
+            data += 1
+        else:
+            return False                                  # a name
+    named = [c for c in first if c]
+    return data > 0 or len(set(named)) < len(named)
+
+
 def _check_header(cells: list, name: str) -> None:
     """Duplicate column names, named (pandas would silently rename them)."""
     seen, dupes = set(), []
@@ -167,9 +193,12 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
     else:
         sep = delimiter
     header = _header_cells(head, sep)
-    _check_header(header, name)
+    headless = _no_header(head, sep)
+    if not headless:
+        _check_header(header, name)
     try:
-        df = pd.read_csv(io.BytesIO(data), sep=sep, encoding=enc, engine="c", skip_blank_lines=True, low_memory=False)
+        df = pd.read_csv(io.BytesIO(data), sep=sep, encoding=enc, engine="c", skip_blank_lines=True, low_memory=False,
+                         header=None if headless else "infer")
     except UnicodeDecodeError as e:
         raise TableError(f"{name}: cannot decode the bytes as {enc} ({e}).",
                          "Give another encoding, or leave the encoding on auto.") from None
@@ -187,6 +216,11 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
             f"{header[0][:60]!r} contains {DELIMITERS[others[0]]}s: the delimiter looks wrong.",
             f"Set the delimiter to {DELIMITERS[others[0]]}.")
     notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
+    if headless:
+        df.columns = [f"column {j + 1}" for j in range(df.shape[1])]
+        shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+        notes.append(f"the first row is data, not column names ({shown}): the columns are named column 1 to column "
+                     f"{df.shape[1]}")
     comma = _decimal_comma_columns(df) if sep != "," else []
     if comma:
         for c in comma:

@@ -47,6 +47,22 @@ def test_decimal_commas_become_numbers_with_a_note():
     assert plain.df["a"].tolist() == ["1,5", "2,5"] and not plain.notes
 
 
+
+def test_a_file_without_a_header_row_keeps_its_first_row_and_says_so():
+    """A first row of data (numbers with decimals over numbers, or values its columns hold below) is not taken for
+    column names; a header of whole numbers over numbers (years) is kept as one."""
+    iris = b"5.1,3.5,setosa\n4.9,3.0,setosa\n6.2,3.4,virginica\n4.7,3.2,setosa\n"
+    got = load_table(iris, "iris.data.csv")
+    assert list(got.df.columns) == ["column 1", "column 2", "column 3"] and got.df.shape == (4, 3)
+    assert got.df.iloc[0].tolist() == [5.1, 3.5, "setosa"]
+    assert "the first row is data, not column names (5.1, 3.5, setosa)" in got.notes[-1]
+    flags = load_table(b"0,1,0\n1,0,0\n0,0,1\n", "flags.csv")   # a repeated cell: no header either (was refused)
+    assert list(flags.df.columns) == ["column 1", "column 2", "column 3"] and len(flags.df) == 3
+    years = load_table(b"2019,2020\n1,2\n3,4\n5,6\n", "years.csv")
+    assert list(years.df.columns) == ["2019", "2020"] and not years.notes
+    named = load_table(b"length,kind\n5.1,setosa\n4.9,setosa\n6.2,virginica\n", "named.csv")
+    assert list(named.df.columns) == ["length", "kind"] and not named.notes
+
 def test_given_options_override_detection():
     data = _text(FRAME, ";", "latin-1")
     assert load_table(data, "t.csv", delimiter=";", encoding="latin-1").df.equals(FRAME)
