@@ -218,7 +218,7 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
     notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
     if headless:
         df.columns = [f"column {j + 1}" for j in range(df.shape[1])]
-        shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
+        shown = ", ".join(c.strip() for c in header[:4]) + (", ..." if len(header) > 4 else "")
         notes.append(f"the first row is data, not column names ({shown}): the columns are named column 1 to column "
                      f"{df.shape[1]}")
     comma = _decimal_comma_columns(df) if sep != "," else []
