@@ -115,7 +115,8 @@ def detect_encoding(data: bytes, name: str = "file") -> str:
 
 
 def sniff_delimiter(text: str) -> str:
-    """The delimiter among , ; tab | that splits the first lines most consistently."""
+    """The delimiter among , ; tab | that splits the first lines most consistently (csv.Sniffer's, else the one
+    whose most common field count, times the share of lines with it, is largest)."""
     lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
     if not lines:
         return ","
@@ -124,11 +125,12 @@ def sniff_delimiter(text: str) -> str:
     except csv.Error:
         pass
     best, best_score = ",", -1.0
-    for d in DELIMITERS:
+    for d in DELIMITERS:       # the most fields that most lines agree on (a title line above the table has one)
         counts = [len(next(csv.reader([ln], delimiter=d))) for ln in lines]
-        if counts[0] < 2:
+        usual = max(set(counts), key=counts.count)
+        if usual < 2:
             continue
-        score = counts[0] * (sum(c == counts[0] for c in counts) / len(counts))
+        score = usual * (counts.count(usual) / len(counts))
         if score > best_score:
             best, best_score = d, score
     return best
@@ -140,6 +142,25 @@ def _header_cells(text: str, delimiter: str) -> list[str]:
         if any(c.strip() for c in row):
             return row
     return []
+
+
+def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
+    """The lines above the table in a text file's head (a title, a date, blank lines: rows with fewer fields than
+    most of its first HEAD_ROWS rows, before the first with as many), and what each row of them says."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    rows, start = [], 0
+    for row in reader:
+        if any(c.strip() for c in row):
+            rows.append((start, row))
+            if len(rows) == HEAD_ROWS:
+                break
+        start = reader.line_num
+    if not rows:
+        return 0, []
+    widths = [len(r) for _, r in rows]
+    usual = max(set(widths), key=widths.count)
+    first = next(i for i, (_, r) in enumerate(rows) if len(r) >= usual)
+    return rows[first][0], [" ".join(c.strip() for c in r if c.strip()) for _, r in rows[:first]]
 
 
 def _no_header(text: str, delimiter: str) -> bool:
@@ -192,13 +213,15 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
         sep = "\t" if fmt == "tsv" else sniff_delimiter(head)
     else:
         sep = delimiter
-    header = _header_cells(head, sep)
-    headless = _no_header(head, sep)
+    skip, above = _preamble(head, sep)
+    body = head.split("\n", skip)[-1] if skip else head
+    header = _header_cells(body, sep)
+    headless = _no_header(body, sep)
     if not headless:
         _check_header(header, name)
     try:
         df = pd.read_csv(io.BytesIO(data), sep=sep, encoding=enc, engine="c", skip_blank_lines=True, low_memory=False,
-                         header=None if headless else "infer")
+                         header=None if headless else "infer", skiprows=skip)
     except UnicodeDecodeError as e:
         raise TableError(f"{name}: cannot decode the bytes as {enc} ({e}).",
                          "Give another encoding, or leave the encoding on auto.") from None
@@ -216,6 +239,8 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
             f"{header[0][:60]!r} contains {DELIMITERS[others[0]]}s: the delimiter looks wrong.",
             f"Set the delimiter to {DELIMITERS[others[0]]}.")
     notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
+    if above:
+        notes.append(f"skipped {skip} line{'s' if skip > 1 else ''} above the table ({' / '.join(above)[:80]!r})")
     if headless:
         df.columns = [f"column {j + 1}" for j in range(df.shape[1])]
         shown = ", ".join(c.strip() for c in header[:4]) + (", ..." if len(header) > 4 else "")

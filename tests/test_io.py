@@ -63,6 +63,18 @@ def test_a_file_without_a_header_row_keeps_its_first_row_and_says_so():
     named = load_table(b"length,kind\n5.1,setosa\n4.9,setosa\n6.2,virginica\n", "named.csv")
     assert list(named.df.columns) == ["length", "kind"] and not named.notes
 
+
+def test_lines_above_the_table_are_skipped_and_named():
+    """A title and a blank line above the header (a report's export) are skipped with a note, and they do not throw
+    the delimiter off; the table was one column named after the title, or refused for its field counts."""
+    got = load_table(b"Sales Report 2024\n\nregion,units,price\nnorth,3,1.5\nsouth,4,2.5\nwest,1,3.0\n", "report.csv")
+    assert list(got.df.columns) == ["region", "units", "price"] and got.df["price"].tolist() == [1.5, 2.5, 3.0]
+    assert got.notes == ["skipped 2 lines above the table ('Sales Report 2024')"]
+    de = load_table("Bericht\r\nregion;menge;preis\r\nnord;3;1,5\r\nsüd;4;2,5\r\nwest;1;3,0\r\n".encode(), "de.csv")
+    assert list(de.df.columns) == ["region", "menge", "preis"] and de.df["preis"].tolist() == [1.5, 2.5, 3.0]
+    indexed = load_table(b",a,b\n0,1.5,x\n1,2.5,y\n2,3.5,z\n", "indexed.csv")     # an empty name is not a title
+    assert list(indexed.df.columns) == ["Unnamed: 0", "a", "b"] and not indexed.notes
+
 def test_given_options_override_detection():
     data = _text(FRAME, ";", "latin-1")
     assert load_table(data, "t.csv", delimiter=";", encoding="latin-1").df.equals(FRAME)
