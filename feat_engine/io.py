@@ -145,8 +145,8 @@ def _header_cells(text: str, delimiter: str) -> list[str]:
 
 
 def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
-    """The lines above the table in a text file's head (a title, a date, blank lines: rows with fewer fields than
-    most of its first HEAD_ROWS rows, before the first with as many), and what each row of them says."""
+    """Lines above the table in a text file's head (a title, blank lines: rows with fewer fields, and fewer up to the
+    last one written, than most of the first HEAD_ROWS rows have), and what each row of them says."""
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
     rows, start = [], 0
     for row in reader:
@@ -157,17 +157,17 @@ def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
         start = reader.line_num
     if not rows:
         return 0, []
-    widths = [len(r) for _, r in rows]
-    usual = max(set(widths), key=widths.count)
-    first = next(i for i, (_, r) in enumerate(rows) if len(r) >= usual)
+    fields = [len(r) for _, r in rows]
+    written = [max(j for j, c in enumerate(r) if c.strip()) + 1 for _, r in rows]      # up to the last cell written
+    usual = max(set(fields), key=fields.count), max(set(written), key=written.count)
+    first = next(i for i, w in enumerate(zip(fields, written)) if w[0] >= usual[0] or w[1] >= usual[1])
     return rows[first][0], [" ".join(c.strip() for c in r if c.strip()) for _, r in rows[:first]]
 
 
 def _no_header(text: str, delimiter: str) -> bool:
-    """Whether the first row of the text file's head is data rather than column names: none of its cells reads as a
-    name (a cell is data where it is a number with decimals in a column of numbers, or a value its column holds
-    below), and some cell is data, or the row repeats a cell. Whole numbers in a column of numbers (years, ids) prove
-    nothing either way, so a row of them alone is a header unless it repeats one."""
+    """Whether the first row of the text file's head is data, not names: no cell reads as a name (a cell is data where
+    it is a number with decimals over numbers, or a value its column holds below; a whole number over numbers, as a
+    year, proves nothing), and some cell is data or the row repeats a cell."""
     rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)][:HEAD_ROWS]
     if len(rows) < 3:
         return False

@@ -74,6 +74,8 @@ def test_lines_above_the_table_are_skipped_and_named():
     assert list(de.df.columns) == ["region", "menge", "preis"] and de.df["preis"].tolist() == [1.5, 2.5, 3.0]
     indexed = load_table(b",a,b\n0,1.5,x\n1,2.5,y\n2,3.5,z\n", "indexed.csv")     # an empty name is not a title
     assert list(indexed.df.columns) == ["Unnamed: 0", "a", "b"] and not indexed.notes
+    trailing = load_table(b"a,b\n1,2,\n3,4,\n5,6,\n", "trailing.csv")      # nor is a header without their last comma
+    assert list(trailing.df.columns) == ["a", "b"] and not trailing.notes
 
 def test_given_options_override_detection():
     data = _text(FRAME, ";", "latin-1")
