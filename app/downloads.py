@@ -85,8 +85,7 @@ def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
     """`values` (numbers or dates read from the text column s) as text the way s writes them."""
     if pd.api.types.is_datetime64_any_dtype(values):
         return values.dt.strftime(date_format(s) or "%Y-%m-%d %H:%M:%S").astype(object)
-    whole = bool(np.all(np.mod(parse_numbers(s).dropna(), 1) == 0))
-    shape = number_format(s) or ("{:.0f}" if whole else "{:.6g}")
+    shape = number_format(s) or ("{:.0f}" if np.all(np.mod(parse_numbers(s).dropna(), 1) == 0) else "{:.6g}")
     return values.map(shape.format, na_action="ignore").astype(object)
 
 
