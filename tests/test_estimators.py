@@ -323,7 +323,6 @@ def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes(method):
         pd.testing.assert_series_equal(out[c][obs], df[c][obs])
 
 
-
 def test_imputer_fills_missing_marks_of_text_numbers_in_the_columns_format():
     """"?" in a column of numbers written as text is a hole the model reads and the imputer fills, written as the
     column writes its numbers; every other cell keeps its text."""
@@ -336,6 +335,7 @@ def test_imputer_fills_missing_marks_of_text_numbers_in_the_columns_format():
     filled = out.loc[[3, 7, 11], "fee"]
     assert filled.str.fullmatch(r"\$[\d,]+\.\d\d").all(), filled.tolist()
     pd.testing.assert_frame_equal(out.drop(index=[3, 7, 11]), df.drop(index=[3, 7, 11]))
+
 
 def test_chained_imputer_predicts_each_column_in_context():
     """A column that is a function of another comes back far closer than its mean would, a

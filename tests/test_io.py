@@ -47,7 +47,6 @@ def test_decimal_commas_become_numbers_with_a_note():
     assert plain.df["a"].tolist() == ["1,5", "2,5"] and not plain.notes
 
 
-
 def test_a_file_without_a_header_row_keeps_its_first_row_and_says_so():
     """A first row of data (numbers with decimals over numbers, or values its columns hold below) is not taken for
     column names; a header of whole numbers over numbers (years) is kept as one."""
@@ -76,6 +75,7 @@ def test_lines_above_the_table_are_skipped_and_named():
     assert list(indexed.df.columns) == ["Unnamed: 0", "a", "b"] and not indexed.notes
     trailing = load_table(b"a,b\n1,2,\n3,4,\n5,6,\n", "trailing.csv")      # nor is a header without their last comma
     assert list(trailing.df.columns) == ["a", "b"] and not trailing.notes
+
 
 def test_given_options_override_detection():
     data = _text(FRAME, ";", "latin-1")
