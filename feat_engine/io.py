@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import TableError
+from .preprocess.text_values import decimal_comma_columns, decimal_comma_numbers
 
 FORMATS = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
            ".xlsx": "excel", ".xlsm": "excel"}
@@ -164,6 +165,11 @@ def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
     return rows[first][0], [" ".join(c.strip() for c in r if c.strip()) for _, r in rows[:first]]
 
 
+def _skipped(skip: int, above: list[str], unit: str) -> list[str]:
+    """The note on the `skip` lines or rows above a table that say `above` (none where none)."""
+    return [f"skipped {skip} {unit}{'s' * (skip > 1)} above the table ({' / '.join(above)[:80]!r})"] if above else []
+
+
 def _no_header(text: str, delimiter: str) -> bool:
     """Whether the first row of the text file's head is data, not names: no cell reads as a name (a cell is data where
     it is a number with decimals over numbers, or a value its column holds below; a whole number over numbers, as a
@@ -239,42 +245,19 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
             f"{header[0][:60]!r} contains {DELIMITERS[others[0]]}s: the delimiter looks wrong.",
             f"Set the delimiter to {DELIMITERS[others[0]]}.")
     notes = [] if enc in ("utf-8", "utf-8-sig") else [f"read as {enc} (the bytes are not UTF-8)"]
-    if above:
-        notes.append(f"skipped {skip} line{'s' if skip > 1 else ''} above the table ({' / '.join(above)[:80]!r})")
+    notes += _skipped(skip, above, "line")
     if headless:
         df.columns = [f"column {j + 1}" for j in range(df.shape[1])]
         shown = ", ".join(c.strip() for c in header[:4]) + (", ..." if len(header) > 4 else "")
         notes.append(f"the first row is data, not column names ({shown}): the columns are named column 1 to column "
                      f"{df.shape[1]}")
-    comma = _decimal_comma_columns(df) if sep != "," else []
+    comma = decimal_comma_columns(df) if sep != "," else []
     if comma:
         for c in comma:
-            t = df[c].str.strip()
-            v = pd.to_numeric(t.str.replace(r"[^\d,]", "", regex=True).str.replace(",", ".", regex=False))
-            df[c] = v.where(~t.str.contains("-", regex=False), -v)
+            df[c] = decimal_comma_numbers(df[c])
         notes.append(f"column{'s' if len(comma) > 1 else ''} {', '.join(repr(c) for c in comma)} read as numbers "
                      "written with a decimal comma (1.234,5 = 1234.5)")
     return Loaded(df, name, "tsv" if sep == "\t" else "csv", enc, sep, notes)
-
-
-# 12,5  -3  1.234,5  1 234,50 €  -12,5 %  (dots or spaces group thousands; a currency sign before or after, a percent
-# sign after: spreadsheets' exports in a language that writes a decimal comma)
-_DECIMAL_COMMA = r"[+-]?\s*[$€£¥₹]?\s*[+-]?(\d+|\d{1,3}([.\s]\d{3})+)(,\d+)?\s*(%|[$€£¥₹])?"
-
-
-def _decimal_comma_columns(df: pd.DataFrame) -> list:
-    """Text columns whose every value is a number written with a decimal comma, at least one with a comma.
-    Only for files not delimited by commas; a column with any other value stays text."""
-    found = []
-    for c in df.columns:
-        if not (df[c].dtype == object or pd.api.types.is_string_dtype(df[c])):
-            continue
-        v = df[c].dropna()
-        if len(v) and v.map(type).eq(str).all():
-            v = v.str.strip()
-            if v.str.contains(",", regex=False).any() and v.str.fullmatch(_DECIMAL_COMMA).all():
-                found.append(c)
-    return found
 
 
 @contextmanager
@@ -311,20 +294,24 @@ def parquet_schema(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def _read_excel(data: bytes, name: str) -> Loaded:
-    """The first sheet of an .xlsx/.xlsm workbook; a note says so when there are more."""
+    """The first sheet of an .xlsx/.xlsm workbook, rows above its table skipped (`_preamble`, on the head's cells up to
+    the last written of each row); a note says so, and when there are more sheets."""
     try:
         with pd.ExcelFile(io.BytesIO(data), engine="openpyxl") as book:
-            head = pd.read_excel(book, header=None, nrows=1)
-            if head.shape[0]:
-                _check_header([c for c in head.iloc[0].tolist() if not pd.isna(c)], name)
-            df, sheets = pd.read_excel(book), book.sheet_names
+            head = pd.read_excel(book, header=None, nrows=HEAD_ROWS, dtype=str).fillna("").values.tolist()
+            text = io.StringIO()         # the head as CSV, each row up to its last cell written: a title row is short
+            csv.writer(text).writerows(r[:max([j + 1 for j, c in enumerate(r) if c.strip()] or [0])] for r in head)
+            skip, above = _preamble(text.getvalue(), ",")
+            if head:
+                _check_header([c for c in head[skip] if c], name)
+            df, sheets = pd.read_excel(book, skiprows=skip), book.sheet_names
     except TableError:
         raise
     except Exception as e:  # zipfile.BadZipFile, InvalidFileException, KeyError ...
         raise TableError(f"{name}: not a readable Excel .xlsx workbook ({type(e).__name__}: {str(e)[:200]}).",
                          "Open it in a spreadsheet program and save it as .xlsx or CSV.") from None
     notes = [f"read the first sheet {sheets[0]!r} of {len(sheets)}"] if len(sheets) > 1 else []
-    return Loaded(df, name, "excel", notes=notes)
+    return Loaded(df, name, "excel", notes=notes + _skipped(skip, above, "row"))
 
 
 def _check_content(data: bytes, name: str, fmt: str) -> None:

@@ -115,6 +115,15 @@ def test_excel_notes_the_first_of_several_sheets_and_names_become_strings():
         pd.DataFrame({"z": [0]}).to_excel(w, sheet_name="other", index=False)
     got = load_table(buf.getvalue(), "book.xlsx")
     assert list(got.df.columns) == ["2020", "b"] and got.notes == ["read the first sheet 'data' of 2"]
+    # a report's title and a blank row above the table: skipped with a note (they were the names, the header a row)
+    report = io.BytesIO()
+    with pd.ExcelWriter(report) as w:
+        pd.DataFrame([["Sales Report 2024"]]).to_excel(w, index=False, header=False)
+        pd.DataFrame({"region": ["north", "south"], "units": [3, 4], "price": [1.5, 2.5]}).to_excel(w, startrow=2,
+                                                                                                    index=False)
+    got = load_table(report.getvalue(), "report.xlsx")
+    assert list(got.df.columns) == ["region", "units", "price"] and got.df["price"].tolist() == [1.5, 2.5]
+    assert got.notes == ["skipped 2 rows above the table ('Sales Report 2024')"]
 
 
 def test_write_table_refuses_what_it_cannot_write(tmp_path):

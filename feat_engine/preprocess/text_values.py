@@ -1,6 +1,7 @@
 """Numbers and dates written as text: the values a text column holds when they are numbers (plainly, or as
-spreadsheets write them: "$1,234.50", "12%", "1,234") or dates written one way, and how the column writes them.
-The one reading of such columns for the estimators, the CLI and the app (docs/decisions/0012-preprocessing.md)."""
+spreadsheets write them: "$1,234.50", "12%", "1,234"; with a decimal comma in files not delimited by commas:
+"1 234,50 €") or dates written one way, and how the column writes them. The one reading of such columns for the
+estimators, the CLI, the file readers and the app (docs/decisions/0012-preprocessing.md and 0037)."""
 from __future__ import annotations
 
 import re
@@ -103,3 +104,31 @@ def read_dates(s: pd.Series, fmt: str) -> pd.Series:
     """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
     return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
                           format=fmt, errors="coerce")
+
+
+# 12,5  -3  1.234,5  1 234,50 €  -12,5 %  (dots or spaces group thousands; a currency sign before or after, a percent
+# sign after: spreadsheets' exports in a language that writes a decimal comma)
+_DECIMAL_COMMA = r"[+-]?\s*[$€£¥₹]?\s*[+-]?(\d+|\d{1,3}([.\s]\d{3})+)(,\d+)?\s*(%|[$€£¥₹])?"
+
+
+def decimal_comma_columns(df: pd.DataFrame) -> list:
+    """Text columns whose every value is a number written with a decimal comma, at least one with a comma. Only for
+    files not delimited by commas (`feat_engine.io`); a column with any other value stays text."""
+    found = []
+    for c in df.columns:
+        if not (df[c].dtype == object or pd.api.types.is_string_dtype(df[c])):
+            continue
+        v = df[c].dropna()
+        if len(v) and v.map(type).eq(str).all():
+            v = v.str.strip()
+            if v.str.contains(",", regex=False).any() and v.str.fullmatch(_DECIMAL_COMMA).all():
+                found.append(c)
+    return found
+
+
+def decimal_comma_numbers(s: pd.Series) -> pd.Series:
+    """The numbers of a `decimal_comma_columns` column: its digits with the comma as the decimal point, negative where
+    a minus sign is written."""
+    t = s.str.strip()
+    v = pd.to_numeric(t.str.replace(r"[^\d,]", "", regex=True).str.replace(",", ".", regex=False))
+    return v.where(~t.str.contains("-", regex=False), -v)
