@@ -206,7 +206,8 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         return "numeric", "date/time (the engine expands it into numeric parts)"
     if plan.kind == "numeric":
         if plan.text:
-            return "numeric", f"text holding numbers ({int(numbers_in_text(s).isna().sum() - s.isna().sum())} not numeric)"
+            other = int(numbers_in_text(s).isna().sum() - s.isna().sum())
+            return "numeric", "text holding numbers" + (f" ({other} not numbers, read as empty)" if other else "")
         return "numeric", "numbers"
     if pd.api.types.is_bool_dtype(s):
         return "categorical", "boolean"
