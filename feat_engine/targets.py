@@ -98,7 +98,8 @@ class ClassEncoder:
     def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
         self.classes_ = pd.Categorical(y).categories.to_numpy()
         if len(self.classes_) < 2:
-            raise FEATInputError(f"target {name!r} has a single class ({self.classes_[0]!r}); classification needs at least two")
+            only = self.classes_[0].item() if isinstance(self.classes_[0], np.generic) else self.classes_[0]
+            raise FEATInputError(f"target {name!r} has a single class ({only!r}); classification needs at least two")
         return self
 
     def transform(self, y: pd.Series) -> np.ndarray:
