@@ -27,17 +27,32 @@ _FORMATTED = re.compile(r"(?P<sign>[-+]?)\s*(?P<pre>[$€£¥₹]?)\s*(?P<sign2>
                         r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*(?P<post>%|[$€£¥₹]?)")
 
 
-def parse_numbers(s: pd.Series) -> pd.Series:
-    """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
-    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign.
-    Each distinct value is read once."""
+def _distinct(s: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """(codes, text): s's distinct values as stripped text, and each row's code among them (-1 where missing)."""
     codes, uniques = pd.factorize(s)
-    text = pd.Series(uniques, dtype=object).map(lambda v: str(v).strip())
+    return codes, pd.Series(uniques, dtype=object).map(lambda v: str(v).strip())
+
+
+def _numbers(text: pd.Series) -> pd.Series:
+    """`parse_numbers` of distinct stripped texts."""
     num = pd.to_numeric(text, errors="coerce").astype(np.float64)
     rest = text[num.isna()]
     found = rest[rest.str.fullmatch(_FORMATTED.pattern)]
     num[found.index] = pd.to_numeric(found.str.replace(r"[$€£¥₹%,\s+]", "", regex=True), errors="coerce")
-    return pd.Series(np.append(num.to_numpy(), np.nan)[codes], index=s.index)   # code -1 (missing): NaN
+    return num
+
+
+def _per_row(values: np.ndarray, codes: np.ndarray, index: pd.Index, missing: object) -> pd.Series:
+    """The distinct values' `values` on the rows that hold them (`missing` on code -1)."""
+    return pd.Series(np.append(values, missing)[codes], index=index)
+
+
+def parse_numbers(s: pd.Series) -> pd.Series:
+    """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
+    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign.
+    Each distinct value is read once."""
+    codes, text = _distinct(s)
+    return _per_row(_numbers(text).to_numpy(), codes, s.index, np.nan)
 
 
 def number_format(s: pd.Series) -> str | None:
@@ -62,18 +77,24 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     observed = s.dropna()
     if not _is_text(s) or observed.empty:
         return None
-    num, counted = parse_numbers(observed), ~missing_marks(observed)
-    if not counted.any() or num[counted].notna().mean() < TEXT_PARSE_SHARE or num.nunique() <= 2 or \
-            pd.Series(observed.unique(), dtype=object).astype(str).str.strip().str.match(r"[+-]?0\d").any():
+    codes, text = _distinct(observed)          # each distinct value read once, for all three rules
+    values = _numbers(text)
+    num, counted = _per_row(values.to_numpy(), codes, observed.index, np.nan), ~_marks(text)[codes]
+    if not counted.any() or num[counted].notna().mean() < TEXT_PARSE_SHARE or values.nunique() <= 2 or \
+            text.str.match(r"[+-]?0\d").any():
         return None
     return num.reindex(s.index)
 
 
 def missing_marks(s: pd.Series) -> pd.Series:
     """Where the column s holds one of `MISSING_MARKS` (bool, on s's index); each distinct value is read once."""
-    codes, uniques = pd.factorize(s)
-    marks = pd.Series(uniques, dtype=object).map(lambda v: str(v).strip().lower()).isin(MISSING_MARKS).to_numpy()
-    return pd.Series(np.append(marks, False)[codes], index=s.index)
+    codes, text = _distinct(s)
+    return _per_row(_marks(text), codes, s.index, False)
+
+
+def _marks(text: pd.Series) -> np.ndarray:
+    """Which of the distinct stripped texts are `MISSING_MARKS`."""
+    return text.str.lower().isin(MISSING_MARKS).to_numpy()
 
 
 def date_format(s: pd.Series) -> str | None:

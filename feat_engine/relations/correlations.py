@@ -36,8 +36,9 @@ def encoded_table(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     X, y = split_target(X, target)
     enc = TablePreprocessor().fit(X).encode(X)
     if y is not None:
-        numbers = infer_task(y) == "regression"
-        enc[str(target)] = target_numbers(y).to_numpy() if numbers else _codes(y, target).astype(float)
+        numbers = target_numbers(y)             # read once; the task rule reads them as they are
+        regression = infer_task(numbers) == "regression"
+        enc[str(target)] = numbers.to_numpy() if regression else _codes(y, target).astype(float)
     return enc
 
 
