@@ -116,6 +116,18 @@ def run_bytes(n_rows: int, n_cols: int, d_model: int) -> int:
     return int(n_rows * (n_cols + 1) * d_model * 4 + cols * n_rows * d_model * _MIXER_BYTES_PER_ELEM)
 
 
+def chunk_rows(cfg: InferenceConfig, columns: int, tables: int, device: torch.device) -> tuple[int, int]:
+    """Rows per feature-axis chunk of a context and per query pass for `tables` tables of `columns` tokens a row:
+    `cfg.row_chunk` and `cfg.query_chunk`, and on a CPU no more than `cfg.cpu_chunk_tokens` tokens (a query pass at
+    least QUERY_BLOCK rows, in whole blocks). Neither changes the numbers: rows never meet in the feature axis, and
+    query rows are decoded in whole blocks."""
+    if device.type != "cpu":
+        return cfg.row_chunk, cfg.query_chunk
+    rows = cfg.cpu_chunk_tokens // (columns * tables)
+    return (max(1, min(cfg.row_chunk, rows)),
+            min(cfg.query_chunk, max(QUERY_BLOCK, rows // QUERY_BLOCK * QUERY_BLOCK)))
+
+
 def autocast(device: torch.device, enabled: bool):
     """bf16 autocast on `device` where `enabled`, else nothing: the matrix products' precision of an engine run."""
     if not enabled:
@@ -169,7 +181,8 @@ def run_tables(
     if want_attention and len(set(n_qs)) > 1:
         raise ValueError(f"attention sums need as many query rows in every table, not {n_qs}")
     n_q = max(n_qs)
-    n_q_chunks = (n_q + cfg.query_chunk - 1) // cfg.query_chunk
+    row_chunk, query_chunk = chunk_rows(cfg, D + 1, B, dev)
+    n_q_chunks = (n_q + query_chunk - 1) // query_chunk
     total = model.cfg.n_blocks + n_q_chunks
     say = progress or (lambda done, tot, msg: None)
     say(0, total, f"encoding {N} context rows" + (f" of {B} tables" if B > 1 else ""))
@@ -179,7 +192,7 @@ def run_tables(
         cols = min(cfg.col_chunk, column_chunk(B * N, D + 1, model.cfg.d_model))
         keys = None
         if cache is not None and label_only and y is not None:
-            setting = cache_setting(model, dev, cfg, cols) + (B,)
+            setting = cache_setting(model, dev, cfg, row_chunk, cols) + (B,)
             keys = [cache.key(xs[b], y[b:b + 1], task, column_ids, setting) for b in range(B)]
         kept = None if keys is None else [cache.get(k) for k in keys]
         h, attn = None, None
@@ -189,7 +202,7 @@ def run_tables(
         else:
             h, states, attn = model.encode_context(
                 xs.to(dev), y, task if y is not None else None, column_ids,
-                row_chunk=cfg.row_chunk, col_chunk=cols, return_attention=want_attention,
+                row_chunk=row_chunk, col_chunk=cols, return_attention=want_attention,
                 on_block=lambda i: say(i + 1, total, f"context block {i + 1}/{model.cfg.n_blocks} done"),
                 label_only=label_only,
             )
@@ -203,8 +216,8 @@ def run_tables(
             for b, q in enumerate(x_query):
                 if n_qs[b]:
                     xq[b, :n_qs[b]] = _floats(q)
-            for c, i in enumerate(range(0, n_q, cfg.query_chunk)):
-                chunk = xq[:, i:i + cfg.query_chunk]
+            for c, i in enumerate(range(0, n_q, query_chunk)):
+                chunk = xq[:, i:i + query_chunk]
                 m = chunk.shape[1]
                 if not want_attention:      # padded rows would count in the attention sums; they change nothing else
                     chunk = torch.cat([chunk, chunk.new_zeros((B, -m % QUERY_BLOCK, D))], 1)
@@ -216,7 +229,7 @@ def run_tables(
                     preds.append(pr[:, :m].cpu())
                 if want_attention:
                     attn = [a + b for a, b in zip(attn, aq)]
-                say(model.cfg.n_blocks + c + 1, total, f"query rows {min(n_q, i + cfg.query_chunk)}/{n_q}")
+                say(model.cfg.n_blocks + c + 1, total, f"query rows {min(n_q, i + query_chunk)}/{n_q}")
     lg = torch.cat(logits, 1).numpy() if logits else None
     pr = torch.cat(preds, 1).numpy() if preds else None
     asked = y is not None and any(q is not None for q in x_query)
@@ -324,6 +337,6 @@ class StateCache:
         self.__init__(state["max_bytes"])
 
 
-def cache_setting(model: torch.nn.Module, device: torch.device, cfg: Any, cols: int) -> tuple:
+def cache_setting(model: torch.nn.Module, device: torch.device, cfg: Any, row_chunk: int, cols: int) -> tuple:
     """What besides the inputs a run's states depend on: the model object, device, precision and chunking."""
-    return (id(model), str(device), bool(cfg.autocast_bf16), cfg.row_chunk, cols)
+    return (id(model), str(device), bool(cfg.autocast_bf16), row_chunk, cols)

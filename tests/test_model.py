@@ -106,10 +106,23 @@ CHUNKED = [
     InferenceConfig(row_chunk=7, col_chunk=2, query_chunk=5),
     InferenceConfig(row_chunk=1, col_chunk=1, query_chunk=1),
     InferenceConfig(row_chunk=64, col_chunk=3, query_chunk=4096),
+    InferenceConfig(cpu_chunk_tokens=20),           # 3 rows (of 6 tokens) a feature-axis chunk
 ]
 
 
-@pytest.mark.parametrize("icfg", CHUNKED, ids=["7-2-5", "1-1-1", "64-3-big"])
+def test_cpu_chunks_hold_at_most_their_tokens_and_query_passes_whole_blocks():
+    from feat_engine.inference import QUERY_BLOCK, chunk_rows
+    cfg = InferenceConfig()
+    for columns, tables in [(6, 1), (21, 1), (101, 1), (21, 32), (1001, 1)]:
+        rows, queries = chunk_rows(cfg, columns, tables, torch.device("cpu"))
+        assert 1 <= rows <= cfg.row_chunk and rows * columns * tables <= max(cfg.cpu_chunk_tokens, columns * tables)
+        assert queries % QUERY_BLOCK == 0 and QUERY_BLOCK <= queries <= cfg.query_chunk
+        assert queries * columns * tables <= max(cfg.cpu_chunk_tokens, QUERY_BLOCK * columns * tables)
+    assert chunk_rows(cfg, 101, 1, torch.device("cpu")) == (162, 128)
+    assert chunk_rows(cfg, 101, 1, torch.device("meta")) == (cfg.row_chunk, cfg.query_chunk)
+
+
+@pytest.mark.parametrize("icfg", CHUNKED, ids=["7-2-5", "1-1-1", "64-3-big", "20-tokens"])
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_run_chunked_equals_forward(model, task, icfg):
     n_ctx, M, D = 21, 7, 5
