@@ -298,12 +298,10 @@ def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
             raise TableError(
                 f"target {name!r}: has one class only ({nn.iloc[0]!r}), so there is nothing to predict.",
                 "Pick another target, or upload rows of the other classes.")
-        counts = nn.value_counts()
         if k > 0.5 * len(nn) and len(nn) > 20:
             raise TableError(
                 f"target {name!r}: {k} classes for {len(nn)} labelled rows; almost every row is its own class.",
                 "Set the task to regression if it is a number, or pick another target.")
-        del counts
     else:
         if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
             num = parse_numbers(nn)
