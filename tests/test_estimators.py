@@ -325,16 +325,19 @@ def test_imputer_fills_every_nan_and_leaves_observed_cells_and_dtypes(method):
 
 def test_imputer_fills_missing_marks_of_text_numbers_in_the_columns_format():
     """"?" in a column of numbers written as text is a hole the model reads and the imputer fills, written as the
-    column writes its numbers; every other cell keeps its text."""
+    column writes its numbers, and so is "?" in a column of categories, filled with one of them; every other cell
+    keeps its text."""
     rng = np.random.default_rng(0)
     a = rng.normal(size=80)
-    df = pd.DataFrame({"a": a, "fee": [f"${v:,.2f}" for v in 1000 * np.exp(a)]})
+    df = pd.DataFrame({"a": a, "fee": [f"${v:,.2f}" for v in 1000 * np.exp(a)], "side": np.where(a > 0, "up", "down")})
     df.loc[[3, 7, 11], "fee"] = ["?", "n.a.", "?"]
+    df.loc[[5, 9], "side"] = "?"
     with pytest.warns(FEATDataWarning, match="'fee' holds numbers such as"):
         out = FEATImputer(n_estimators=1).fit_transform(df)
     filled = out.loc[[3, 7, 11], "fee"]
     assert filled.str.fullmatch(r"\$[\d,]+\.\d\d").all(), filled.tolist()
-    pd.testing.assert_frame_equal(out.drop(index=[3, 7, 11]), df.drop(index=[3, 7, 11]))
+    assert out.loc[[5, 9], "side"].isin(["up", "down"]).all()
+    pd.testing.assert_frame_equal(out.drop(index=[3, 5, 7, 9, 11]), df.drop(index=[3, 5, 7, 9, 11]))
 
 
 def test_chained_imputer_predicts_each_column_in_context():

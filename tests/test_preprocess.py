@@ -112,6 +112,26 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
+def test_a_question_mark_in_a_column_of_categories_or_a_class_target_is_missing_and_none_is_a_category():
+    df = pd.DataFrame({"work": [" Private", " ?", " Gov", " Self"] * 10, "pool": ["none", "yes"] * 20,
+                       "kind": pd.Categorical(["a", "?", "b", "b"] * 10)})
+    with pytest.warns(FEATDataWarning, match=r"'work': 10 cells hold ' \?', written for a missing value"):
+        pre = TablePreprocessor().fit(df)
+    assert [list(c.categories) for c in pre.plan_] == [[" Gov", " Private", " Self"], ["none", "yes"], ["a", "b"]]
+    assert pre.encode(df).isna().sum().tolist() == [10, 0, 10]
+    with warnings.catch_warnings():                 # query rows: "?" is missing, not a level the context lacks
+        warnings.simplefilter("error", FEATDataWarning)
+        pre.transform(df.iloc[:4])
+    out = pre.marks_as_missing(df)
+    assert out.isna().sum().tolist() == [10, 0, 10] and df.notna().all().all()
+    y = pd.Series(["yes", "no", "?", "no"] * 10)
+    with pytest.warns(FEATDataWarning, match="dropped 10 context rows whose target"):
+        assert target_rows(y, 40).sum() == 30
+    # a category dtype's unused levels are no classes (scikit-learn's classes_ are the labels y holds)
+    unused = pd.Series(pd.Categorical(["b", "a"], categories=["c", "a", "b"]))
+    assert list(ClassEncoder().fit(unused).classes_) == ["a", "b"]
+
+
 def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_numbers_filled_in_their_format():
     rng = np.random.default_rng(0)
     x = rng.uniform(10, 5000, 60).round(2)

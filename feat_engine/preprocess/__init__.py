@@ -4,9 +4,9 @@ one way). The one reading of a table for the estimators, the CLI and the app (do
 """
 from .columns import (CLIP, NOMINAL_MIN_LEVELS, ColumnPlan, TablePreprocessor, UnclippedRows, as_frame, column_kind,
                       numbers, plan_column, standardise, unordered)
-from .text_values import (MISSING_MARKS, date_format, missing_marks, number_format, numbers_in_text, parse_numbers,
-                          read_dates)
+from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, missing_marks, number_format, numbers_in_text,
+                          parse_numbers, read_dates)
 
 __all__ = ["CLIP", "NOMINAL_MIN_LEVELS", "ColumnPlan", "TablePreprocessor", "UnclippedRows", "as_frame", "column_kind",
            "numbers", "plan_column", "standardise", "unordered", "date_format", "number_format", "numbers_in_text",
-           "parse_numbers", "read_dates", "MISSING_MARKS", "missing_marks"]
+           "parse_numbers", "read_dates", "CATEGORY_MARKS", "MISSING_MARKS", "missing_marks"]

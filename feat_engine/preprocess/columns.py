@@ -17,7 +17,8 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
-from .text_values import date_format, missing_marks, number_format, numbers_in_text, parse_numbers, read_dates
+from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, missing_marks, number_format, numbers_in_text,
+                          parse_numbers, read_dates)
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -98,6 +99,12 @@ def _unreadable_note(bad: pd.Series, kind: str) -> str:
     n = len(bad)
     ex = ", ".join(repr(v) for v in pd.unique(bad.astype(str))[:3])
     return f"column {bad.name!r}: {n} row{'s hold' if n > 1 else ' holds'} {held} (e.g. {ex}), read as missing"
+
+
+def _column_marks(c: ColumnPlan) -> set[str]:
+    """The marks column c reads as missing: all of `MISSING_MARKS` in numbers or dates written as text, the marks
+    no category is named (`CATEGORY_MARKS`) in categories, none in numbers."""
+    return MISSING_MARKS if c.text else CATEGORY_MARKS if c.kind == "categorical" else set()
 
 
 def numbers(s: pd.Series) -> np.ndarray:
@@ -202,6 +209,13 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), lower=float(v.min()),
                           upper=float(v.max()), text=text, number_format=shape)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
+    marks = cats[missing_marks(pd.Series(cats), CATEGORY_MARKS).to_numpy()]
+    if len(marks):                                     # "?" is no category: read as missing
+        n = int(observed.isin(marks).sum())
+        warnings.warn(f"column {s.name!r}: {n} cell{'s hold' if n > 1 else ' holds'} "
+                      f"{', '.join(repr(str(m)) for m in marks)}, written for a missing value, and "
+                      f"{'are' if n > 1 else 'is'} read as missing", FEATDataWarning, stacklevel=4)
+        cats, observed = cats.difference(marks, sort=False), observed[~observed.isin(marks)]
     if observed.nunique() < 2:
         return "constant"
     return ColumnPlan(s.name, kind, categories=cats, nominal=unordered(s) and len(cats) >= NOMINAL_MIN_LEVELS)
@@ -255,15 +269,15 @@ class TablePreprocessor:
         return UnclippedRows(self.nominal_codes(X, what), self.transform(X, what, clip=False))
 
     def nominal_codes(self, X: pd.DataFrame, what: str = "X") -> np.ndarray:
-        """(N, n_nominal) level codes of the nominal columns: NaN where missing, -1 for a level
-        the context never saw (target statistics then give it the context's mean)."""
+        """(N, n_nominal) level codes of the nominal columns: NaN where missing ("?" too: `CATEGORY_MARKS`), -1 for a
+        level the context never saw (target statistics then give it the context's mean)."""
         X = self.check_columns(X, what)
         cols = [c for c in self.plan_ if c.nominal]
         out = np.empty((len(X), len(cols)))
         for j, c in enumerate(cols):
             with readable_cells(c.name, what):
                 out[:, j] = c.categories.get_indexer(X[c.name])
-            out[X[c.name].isna().to_numpy(), j] = np.nan
+            out[(X[c.name].isna() | missing_marks(X[c.name], CATEGORY_MARKS)).to_numpy(), j] = np.nan
         return out
 
     def warn_unreadable(self, X: pd.DataFrame, encoded: np.ndarray, what: str) -> None:
@@ -274,6 +288,9 @@ class TablePreprocessor:
         for c in self.plan_:
             s = X[c.name]
             bad = s.notna().to_numpy() & np.isnan(encoded[:, j])        # a column's first feature: NaN if any is
+            marks = _column_marks(c)
+            if bad.any() and marks:                                     # "?" is missing, not unreadable
+                bad &= ~missing_marks(s, marks).to_numpy()
             j += len(c.features())
             if bad.any():
                 warnings.warn(f"{what} {_unreadable_note(s[bad], c.kind)}", FEATDataWarning, stacklevel=4)
@@ -311,11 +328,12 @@ class TablePreprocessor:
         return (np.clip(z, -CLIP, CLIP) if clip else z).astype(np.float32)
 
     def marks_as_missing(self, X: pd.DataFrame) -> pd.DataFrame:
-        """X with the missing marks ("?", "n.a.": `MISSING_MARKS`) of its columns of numbers or dates written as text
-        as NaN: cells the model reads as missing, which an imputer then fills. X itself where there are none."""
+        """X with the missing marks of its columns as NaN (in numbers or dates written as text "?", "n.a." and the
+        rest of `MISSING_MARKS`; in categories `CATEGORY_MARKS`): cells the model reads as missing, which an imputer
+        then fills. X itself where there are none."""
         out = X
-        for c in (c for c in self.plan_ if c.text):
-            marked = missing_marks(X[c.name])
+        for c in (c for c in self.plan_ if _column_marks(c)):
+            marked = missing_marks(X[c.name], _column_marks(c))
             if marked.any():
                 out = out.copy() if out is X else out
                 out[c.name] = X[c.name].mask(marked)

@@ -14,6 +14,9 @@ TEXT_PARSE_SHARE = 0.95       # a text column is read as numbers (or dates) when
 SHAPE_VALUES = 10_000         # distinct values of a text column of numbers that decide how it writes them
 MISSING_MARKS = {"?", "-", "--", ".", "n.a.", "n/a", "na", "nan", "none", "null", "missing", "#n/a", "#value!",
                  "#div/0!"}  # written for a missing value (lower case): read as missing, not counted against numbers
+# the marks no category is named, read as missing in a column of categories too; a category may well be "none",
+# "n/a" or "-" (no pool, not applicable), so those stay categories there
+CATEGORY_MARKS = {"?", "nan", "null", "#n/a", "#value!", "#div/0!"}
 
 
 def _is_text(s: pd.Series) -> bool:
@@ -86,15 +89,15 @@ def numbers_in_text(s: pd.Series) -> pd.Series | None:
     return num.reindex(s.index)
 
 
-def missing_marks(s: pd.Series) -> pd.Series:
-    """Where the column s holds one of `MISSING_MARKS` (bool, on s's index); each distinct value is read once."""
+def missing_marks(s: pd.Series, marks: set[str] = MISSING_MARKS) -> pd.Series:
+    """Where the column s holds one of `marks` (bool, on s's index); each distinct value is read once."""
     codes, text = _distinct(s)
-    return _per_row(_marks(text), codes, s.index, False)
+    return _per_row(_marks(text, marks), codes, s.index, False)
 
 
-def _marks(text: pd.Series) -> np.ndarray:
-    """Which of the distinct stripped texts are `MISSING_MARKS`."""
-    return text.str.lower().isin(MISSING_MARKS).to_numpy()
+def _marks(text: pd.Series, marks: set[str] = MISSING_MARKS) -> np.ndarray:
+    """Which of the distinct stripped texts are `marks`."""
+    return text.str.lower().isin(marks).to_numpy()
 
 
 def date_format(s: pd.Series) -> str | None:
