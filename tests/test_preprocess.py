@@ -119,6 +119,7 @@ def test_a_question_mark_in_a_column_of_categories_or_a_class_target_is_missing_
         pre = TablePreprocessor().fit(df)
     assert [list(c.categories) for c in pre.plan_] == [[" Gov", " Private", " Self"], ["none", "yes"], ["a", "b"]]
     assert pre.encode(df).isna().sum().tolist() == [10, 0, 10]
+    assert np.isnan(pre.nominal_codes(df)[:, 0]).sum() == 10          # the statistics read it as an empty cell too
     with warnings.catch_warnings():                 # query rows: "?" is missing, not a level the context lacks
         warnings.simplefilter("error", FEATDataWarning)
         pre.transform(df.iloc[:4])

@@ -277,7 +277,10 @@ class TablePreprocessor:
         for j, c in enumerate(cols):
             with readable_cells(c.name, what):
                 out[:, j] = c.categories.get_indexer(X[c.name])
-            out[(X[c.name].isna() | missing_marks(X[c.name], CATEGORY_MARKS)).to_numpy(), j] = np.nan
+            out[X[c.name].isna().to_numpy(), j] = np.nan
+            unseen = out[:, j] < 0                      # a mark is no level: read among the unseen alone
+            if unseen.any():
+                out[np.flatnonzero(unseen)[missing_marks(X[c.name][unseen], CATEGORY_MARKS).to_numpy()], j] = np.nan
         return out
 
     def warn_unreadable(self, X: pd.DataFrame, encoded: np.ndarray, what: str) -> None:
@@ -290,7 +293,7 @@ class TablePreprocessor:
             bad = s.notna().to_numpy() & np.isnan(encoded[:, j])        # a column's first feature: NaN if any is
             marks = _column_marks(c)
             if bad.any() and marks:                                     # "?" is missing, not unreadable
-                bad &= ~missing_marks(s, marks).to_numpy()
+                bad[bad] = ~missing_marks(s[bad], marks).to_numpy()
             j += len(c.features())
             if bad.any():
                 warnings.warn(f"{what} {_unreadable_note(s[bad], c.kind)}", FEATDataWarning, stacklevel=4)
