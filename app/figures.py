@@ -328,10 +328,11 @@ def target_bars(rel: pd.DataFrame, target: str) -> go.Figure:
 
 # --------------------------------------------------------------------------- data view
 
-def missingness_bars(df: pd.DataFrame) -> go.Figure:
-    share = df.isna().mean()
-    fig = go.Figure(go.Bar(x=[str(c) for c in df.columns], y=share.to_numpy(), marker_color="#e76f51",
-                           customdata=df.isna().sum().to_numpy(),
+def missingness_bars(empty: pd.DataFrame) -> go.Figure:
+    """The share of empty cells of each column, from a table's empty cells (bool: `app.io.empty_cells`)."""
+    share = empty.mean()
+    fig = go.Figure(go.Bar(x=[str(c) for c in empty.columns], y=share.to_numpy(), marker_color="#e76f51",
+                           customdata=empty.sum().to_numpy(),
                            hovertemplate="%{x}<br>%{y:.1%} empty (%{customdata} cells)<extra></extra>"))
     fig.update_layout(title=wrap("Share of empty cells in each column"), height=320, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis=dict(tickformat=".0%", range=[0, max(0.05, float(share.max()) * 1.1)]))
@@ -339,14 +340,15 @@ def missingness_bars(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def missingness_matrix(df: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go.Figure:
-    """Empty cells (dark) of every row, or of a random sample of `n_rows` rows of a longer table, in table order."""
-    sub = df if len(df) <= n_rows else df.sample(n_rows, random_state=seed).sort_index()
-    z = sub.isna().to_numpy().astype(int)
-    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in df.columns], y=[str(i) for i in sub.index],
+def missingness_matrix(empty: pd.DataFrame, n_rows: int = 200, seed: int = 0) -> go.Figure:
+    """Empty cells (dark; `empty` is bool, as `app.io.empty_cells` gives) of every row, or of a random sample of
+    `n_rows` rows of a longer table, in table order."""
+    sub = empty if len(empty) <= n_rows else empty.sample(n_rows, random_state=seed).sort_index()
+    z = sub.to_numpy().astype(int)
+    fig = go.Figure(go.Heatmap(z=z, x=[str(c) for c in empty.columns], y=[str(i) for i in sub.index],
                                colorscale=[[0, "#edf2f4"], [1, "#1d3557"]], zmin=0, zmax=1, showscale=False,
                                hovertemplate="row %{y}<br>%{x}<br>empty=%{z}<extra></extra>"))
-    what = "every row" if len(sub) == len(df) else f"a random sample of {len(sub):,} of the {len(df):,} rows"
+    what = "every row" if len(sub) == len(empty) else f"a random sample of {len(sub):,} of the {len(empty):,} rows"
     title = wrap(f"Where the empty cells are: {what}")
     fig.update_layout(title=title, height=360 + LINE_PX * (lines_of(title) - 1),
                       margin=dict(l=10, r=10, t=40 + LINE_PX * (lines_of(title) - 1), b=10))

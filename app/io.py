@@ -234,16 +234,29 @@ def detect_types(df: pd.DataFrame) -> dict[str, tuple[str, str]]:
     return {c: detect_type(df[c]) for c in df.columns}
 
 
-def schema_frame(df: pd.DataFrame, detected: dict[str, tuple[str, str]], chosen: dict[str, str] | None = None) -> pd.DataFrame:
-    """The schema table shown in the Data view: one row per column, with its summary (`app.summary`)."""
+def empty_cells(df: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Which cells of df are empty as FEAT reads them (bool, df's shape): the file's empty cells, and in the columns
+    the model reads (`table`, `apply_schema`'s) those the reading empties too: "?" in a column of categories, text
+    that is not a number in a column read as numbers."""
+    empty = df.isna()
+    for c in table.columns:
+        empty[c] = table[c].isna()
+    return empty
+
+
+def schema_frame(df: pd.DataFrame, detected: dict[str, tuple[str, str]], chosen: dict[str, str] | None = None,
+                 empty: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The schema table shown in the Data view: one row per column, with its summary (`app.summary`); its share of
+    empty cells and its distinct values as FEAT reads them where `empty` (`empty_cells`) is given, else as in df."""
     chosen = chosen or {}
+    empty = df.isna() if empty is None else empty
     rows = []
     for c in df.columns:
         t, why = detected[c]
         use = chosen.get(c, t)
         rows.append({
             "column": c, "use as": use, "detected": t, "why": why, "dtype": str(df[c].dtype),
-            "missing": float(df[c].isna().mean()) if len(df) else 0.0, "distinct": int(df[c].nunique(dropna=True)),
+            "missing": float(empty[c].mean()) if len(df) else 0.0, "distinct": int(df[c][~empty[c]].nunique()),
             "distribution": summary.distribution(df[c], use), "summary": summary.describe(df[c], use),
         })
     return pd.DataFrame(rows)

@@ -427,12 +427,17 @@ def test_target_bars_and_relation():
     assert list(fig.data[0].x)[0] == rel.abs().idxmax()                        # strongest first
 
 
-def test_missingness_figures():
-    df = pd.DataFrame({"a": [1, None, 3, None], "b": [1, 2, 3, 4]})
-    bars = figures.missingness_bars(df)
-    assert list(bars.data[0].y) == [0.5, 0.0]
+def test_missingness_figures_count_the_cells_empty_as_feat_reads_them():
+    df = pd.DataFrame({"a": [1, None, 3, None], "b": [1, 2, 3, 4], "c": ["x", "?", "y", "x"]})
+    table, _ = aio.apply_schema(df, {"a": "numeric", "b": "numeric", "c": "categorical"})
+    empty = aio.empty_cells(df, table)
+    assert empty.sum().tolist() == [2, 0, 1] and df["c"].notna().all()       # "?" is empty to FEAT, not in the file
+    bars = figures.missingness_bars(empty)
+    assert list(bars.data[0].y) == [0.5, 0.0, 0.25]
+    schema = aio.schema_frame(df, aio.detect_types(df), None, empty).set_index("column")
+    assert schema.loc["c", "missing"] == 0.25 and schema.loc["c", "distinct"] == 2
     big = pd.DataFrame(np.where(np.random.default_rng(0).random((1000, 3)) < 0.1, np.nan, 1.0), columns=list("xyz"))
-    mat = figures.missingness_matrix(big, n_rows=100)
+    mat = figures.missingness_matrix(big.isna(), n_rows=100)
     assert np.asarray(mat.data[0].z).shape == (100, 3)
 
 
@@ -730,7 +735,7 @@ def test_chart_titles_fit_a_half_width_chart_at_1280_px():
     df = pd.DataFrame(rng.normal(size=(4000, 3)), columns=["a", "b", "c"]).mask(rng.random((4000, 3)) < 0.1)
     attr = pd.DataFrame(rng.normal(size=(20, 3)), columns=["a", "b", "c"])
     unit = "probability of the predicted class"
-    figs = [figures.missingness_bars(df), figures.missingness_matrix(df),
+    figs = [figures.missingness_bars(df.isna()), figures.missingness_matrix(df.isna()),
             figures.attribution_ranking(attr, unit), figures.row_attribution(attr.iloc[0], attr.iloc[0], "Row 0: "
                                                                              "predicted class_1", unit)]
     for fig in figs:

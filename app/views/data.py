@@ -103,7 +103,6 @@ st.subheader(ds["name"])
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Rows", metrics.card_text(df.shape[0]))
 m2.metric("Columns", metrics.card_text(df.shape[1]))
-m3.metric("Empty cells", metrics.card_text(int(df.isna().sum().sum())))
 m4.metric("Memory", metrics.size_text(df.memory_usage(deep=True).sum()))
 for n in ds["notes"]:
     st.caption(f"Read: {n}")
@@ -118,7 +117,7 @@ st.markdown("#### Columns")
 st.caption("One row per column: how FEAT reads it, its share of empty cells, how many different values it holds, "
            "and its distribution (a histogram of numbers and dates, the most frequent values of the rest). Change "
            "**use as** to read a column differently, or to leave it out (ignore). Your values are never changed.")
-schema = aio.schema_frame(df, ds["detected"], state.types())
+schema = aio.schema_frame(df, ds["detected"], state.types(), aio.empty_cells(df, state.model_table()[0]))
 edited = st.data_editor(
     schema, key=f"schema:{ds['digest']}", hide_index=True, width="stretch",
     disabled=[c for c in schema.columns if c != "use as"],
@@ -146,13 +145,15 @@ ignored = [c for c, t in new_types.items() if t == "ignore"]
 st.caption(f"The model sees {table.shape[1]} of {df.shape[1]} columns"
            + (f"; ignored: {', '.join(map(str, ignored))}" if ignored else "") + ".")
 
+empty = aio.empty_cells(df, table)          # as FEAT reads the table: "?" in categories is empty too
+m3.metric("Empty cells", metrics.card_text(int(empty.to_numpy().sum())))
 st.markdown("#### Empty cells")
-if not df.isna().any(axis=None):
+if not empty.to_numpy().any():
     st.caption("No cell is empty, so there is nothing to fill in. The **Masking demo** empties cells on purpose "
                "to show how well they are filled.")
 else:
-    st.caption(f"{metrics.card_text(int(df.isna().sum().sum()))} empty cells in "
-               f"{metrics.card_text(int(df.isna().any(axis=1).sum()))} of {metrics.card_text(len(df))} rows.")
+    st.caption(f"{metrics.card_text(int(empty.to_numpy().sum()))} empty cells in "
+               f"{metrics.card_text(int(empty.any(axis=1).sum()))} of {metrics.card_text(len(df))} rows.")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.missingness_bars(df), width="stretch", key="miss_bars")
-    c2.plotly_chart(figures.missingness_matrix(df), width="stretch", key="miss_matrix")
+    c1.plotly_chart(figures.missingness_bars(empty), width="stretch", key="miss_bars")
+    c2.plotly_chart(figures.missingness_matrix(empty), width="stretch", key="miss_matrix")
