@@ -11,6 +11,9 @@ and the largest difference between their probabilities: issue 66's engine-bound 
 
     python bench/cpu_kernels.py --threads 2 --against /tmp/old
 
+With `--scoring` it times `case_scoring` instead: 2,048 labelled rows at the defaults scoring 50,000 (decision 0005's
+chunks by tokens).
+
 `--checkpoint PATH` with `--against` runs this checkout on that checkpoint (issue 66's student against the teacher
 on the old code); the probability difference then compares two models.
 """
@@ -68,6 +71,17 @@ def case_estimator(bf16: bool, rows: int = 8192, features: int = 20, queries: in
     return lambda: est.fit(x[:rows], y[:rows]).predict_proba(x[rows:])
 
 
+def case_scoring(bf16: bool, rows: int = 2048, features: int = 20, queries: int = 50_000,
+                 checkpoint: str | None = None):
+    """FEATClassifier() at its defaults fitted once on `rows` rows, then predict_proba of `queries` rows: a large table
+    scored from a small labelled one, few local parts with many queries each. The estimator keeps the parts' states
+    after the first call (decision 0027), so later calls time the query passes."""
+    x, y = table(rows + queries, features)
+    est = FEATClassifier(device="cpu", precision="bf16" if bf16 else "fp32", checkpoint=checkpoint, random_state=0)
+    est.fit(x[:rows], y[:rows])
+    return lambda: est.predict_proba(x[rows:])
+
+
 CASES = {
     "a": [(f"AFBM.context, 21 cols x {r:,} rows", lambda bf16, r=r: case_context(r, bf16)) for r in (1024, 8192)],
     "b": [("engine run, 1,024 ctx x 20 feat, 128 queries", case_run)],
@@ -90,10 +104,10 @@ def ab(fn, reps: int) -> dict[bool, list[float]]:
     return times
 
 
-def child(precision: str, reps: int, out: str, checkpoint: str | None = None) -> None:
-    """Case (c) in this process, whichever engine it imports: one warm-up call, then `reps` timed ones; writes the
-    seconds and the last call's probabilities to `out` (.npz)."""
-    go = case_estimator(precision == "bf16", checkpoint=checkpoint)
+def child(precision: str, reps: int, out: str, checkpoint: str | None = None, scoring: bool = False) -> None:
+    """Case (c), or `case_scoring`, in this process, whichever engine it imports: one warm-up call, then `reps` timed
+    ones; writes the seconds and the last call's probabilities to `out` (.npz)."""
+    go = (case_scoring if scoring else case_estimator)(precision == "bf16", checkpoint=checkpoint)
     proba = go()
     times = []
     for _ in range(reps):
@@ -119,7 +133,8 @@ def against(other: str, args: argparse.Namespace) -> None:
                     env = {**os.environ, "PYTHONPATH": code}
                     ckpt = ["--checkpoint", args.checkpoint] if args.checkpoint and code == here else []
                     subprocess.run([sys.executable, __file__, "--child", prec, "--threads", str(args.threads),
-                                    "--reps", str(args.reps), "--child-out", out, *ckpt], env=env, check=True)
+                                    "--reps", str(args.reps), "--child-out", out, *ckpt,
+                                    *(["--scoring"] if args.scoring else [])], env=env, check=True)
                     got = np.load(out)
                     runs[code] += list(got["times"])
                     proba[code] = got["proba"]
@@ -138,12 +153,14 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR", help="case (c), the engine of checkout DIR against this one's")
     ap.add_argument("--checkpoint", help="with --against: this checkout runs this checkpoint (a student), the other "
                     "its default")
+    ap.add_argument("--scoring", action="store_true", help="with --against: time `case_scoring` (2,048 labelled rows "
+                    "at the defaults scoring 50,000) instead of the engine-bound case")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.child:
-        return child(args.child, args.reps, args.child_out, args.checkpoint)
+        return child(args.child, args.reps, args.child_out, args.checkpoint, args.scoring)
     print(f"{cpu_name()}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} at the start\n")
     if args.against:
         against(os.path.abspath(args.against), args)
