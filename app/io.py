@@ -254,10 +254,11 @@ def schema_frame(df: pd.DataFrame, detected: dict[str, tuple[str, str]], chosen:
     for c in df.columns:
         t, why = detected[c]
         use = chosen.get(c, t)
+        read = df[c].mask(empty[c]) if empty[c].to_numpy().any() else df[c]       # its cells as FEAT reads them
         rows.append({
             "column": c, "use as": use, "detected": t, "why": why, "dtype": str(df[c].dtype),
-            "missing": float(empty[c].mean()) if len(df) else 0.0, "distinct": int(df[c][~empty[c]].nunique()),
-            "distribution": summary.distribution(df[c], use), "summary": summary.describe(df[c], use),
+            "missing": float(empty[c].mean()) if len(df) else 0.0, "distinct": int(read.nunique()),
+            "distribution": summary.distribution(read, use), "summary": summary.describe(read, use),
         })
     return pd.DataFrame(rows)
 

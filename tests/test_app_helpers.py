@@ -436,6 +436,7 @@ def test_missingness_figures_count_the_cells_empty_as_feat_reads_them():
     assert list(bars.data[0].y) == [0.5, 0.0, 0.25]
     schema = aio.schema_frame(df, aio.detect_types(df), None, empty).set_index("column")
     assert schema.loc["c", "missing"] == 0.25 and schema.loc["c", "distinct"] == 2
+    assert schema.loc["c", "summary"] == "x 67%, y 33%" and list(schema.loc["c", "distribution"]) == [2, 1]
     big = pd.DataFrame(np.where(np.random.default_rng(0).random((1000, 3)) < 0.1, np.nan, 1.0), columns=list("xyz"))
     mat = figures.missingness_matrix(big.isna(), n_rows=100)
     assert np.asarray(mat.data[0].z).shape == (100, 3)
