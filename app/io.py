@@ -213,16 +213,16 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
     if pd.api.types.is_bool_dtype(s):
         return "categorical", "boolean"
     marked = missing_marks(nn, CATEGORY_MARKS)
-    marks = f"; {_cells(int(marked.sum()))} {', '.join(repr(v) for v in nn[marked].astype(str).unique()[:3])}, read " \
-        "as empty" if marked.any() else ""
+    marks = f"; {_marks_held(nn, marked)}, read as empty" if marked.any() else ""
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "categorical", "category dtype" + marks
     return "categorical", f"text with {nn[~marked].nunique()} distinct values" + marks
 
 
-def _cells(n: int) -> str:
-    """'1 cell holds' or '12 cells hold'."""
-    return f"{n} cell{'s hold' if n > 1 else ' holds'}"
+def _marks_held(s: pd.Series, marked: pd.Series) -> str:
+    """"12 cells hold '?'" for the cells `marked` of s (up to three of their values)."""
+    n = int(marked.sum())
+    return f"{n} cell{'s hold' if n > 1 else ' holds'} {', '.join(repr(v) for v in s[marked].astype(str).unique()[:3])}"
 
 
 def _is_sequence(nn: pd.Series) -> bool:
@@ -295,9 +295,8 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
             s = s.astype("category")
         elif t == "categorical" and column_kind(s) == "categorical" \
                 and (marked := missing_marks(s, CATEGORY_MARKS)).any():
-            n = int(marked.sum())
-            notes.append(f"column {c!r}: {_cells(n)} {', '.join(repr(v) for v in s[marked].astype(str).unique()[:3])}, "
-                         f"written for a missing value, and {'are' if n > 1 else 'is'} read as empty")
+            notes.append(f"column {c!r}: {_marks_held(s, marked)}, written for a missing value, and "
+                         f"{'are' if marked.sum() > 1 else 'is'} read as empty")
             s = s.mask(marked)
         out[c] = s
     return pd.DataFrame(out, index=df.index), notes

@@ -117,7 +117,8 @@ st.markdown("#### Columns")
 st.caption("One row per column: how FEAT reads it, its share of empty cells, how many different values it holds, "
            "and its distribution (a histogram of numbers and dates, the most frequent values of the rest). Change "
            "**use as** to read a column differently, or to leave it out (ignore). Your values are never changed.")
-schema = aio.schema_frame(df, ds["detected"], state.types(), aio.empty_cells(df, state.model_table()[0]))
+empty = aio.empty_cells(df, state.model_table()[0])     # as FEAT reads the table: "?" in categories is empty too
+schema = aio.schema_frame(df, ds["detected"], state.types(), empty)
 edited = st.data_editor(
     schema, key=f"schema:{ds['digest']}", hide_index=True, width="stretch",
     disabled=[c for c in schema.columns if c != "use as"],
@@ -136,7 +137,8 @@ edited = st.data_editor(
     },
 )
 new_types = dict(zip(edited["column"], edited["use as"]))
-if new_types != state.types():
+retyped = new_types != state.types()
+if retyped:
     st.session_state[state.TYPES] = new_types
 table, notes = state.model_table()
 for n in notes:
@@ -145,7 +147,8 @@ ignored = [c for c, t in new_types.items() if t == "ignore"]
 st.caption(f"The model sees {table.shape[1]} of {df.shape[1]} columns"
            + (f"; ignored: {', '.join(map(str, ignored))}" if ignored else "") + ".")
 
-empty = aio.empty_cells(df, table)          # as FEAT reads the table: "?" in categories is empty too
+if retyped:                                 # the table now read under the new types
+    empty = aio.empty_cells(df, table)
 m3.metric("Empty cells", metrics.card_text(int(empty.to_numpy().sum())))
 st.markdown("#### Empty cells")
 if not empty.to_numpy().any():

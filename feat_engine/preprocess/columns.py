@@ -335,8 +335,10 @@ class TablePreprocessor:
         rest of `MISSING_MARKS`; in categories `CATEGORY_MARKS`): cells the model reads as missing, which an imputer
         then fills. X itself where there are none."""
         out = X
-        for c in (c for c in self.plan_ if _column_marks(c)):
-            marked = missing_marks(X[c.name], _column_marks(c))
+        for c in self.plan_:
+            if not (marks := _column_marks(c)):          # a column of numbers holds no marks
+                continue
+            marked = missing_marks(X[c.name], marks)
             if marked.any():
                 out = out.copy() if out is X else out
                 out[c.name] = X[c.name].mask(marked)
