@@ -521,6 +521,23 @@ def _hand_basis(x: np.ndarray, xq: np.ndarray, splines: bool = True) -> tuple[np
     return np.c_[x, s.transform(x)], np.c_[xq, s.transform(xq)]
 
 
+def test_the_spline_basis_of_some_rows_is_those_rows_of_the_whole_basis():
+    """The additive view makes its design for the rows a fit or a fold reads (`_cross_fitted`'s `design`), never
+    the whole context's: the same matrices only where each row's basis depends on that row alone, to the bit, for
+    missing cells and values beyond the outer knots too."""
+    from sklearn.preprocessing import SplineTransformer
+
+    from feat_engine.reading.stacked_model import KNOTS, basis
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_t(2, size=(5_000, 6))
+    x[rng.uniform(size=x.shape) < 0.05] = np.nan
+    splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear")
+    splines.fit(np.nan_to_num(x[:500]))                   # the other rows reach past its outer knots
+    rows = rng.choice(5_000, 700, replace=False)
+    np.testing.assert_array_equal(basis(splines, x[rows]), basis(splines, x)[rows])
+
+
 def _view(x, y, xq, classification, seed):
     """The fitted view's context column and its values for the queries xq (None where there is no view)."""
     v = fit_additive_model(x, y, classification, seed)

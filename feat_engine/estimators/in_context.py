@@ -273,8 +273,9 @@ class InContextBase(FEATBase, ABC):
 
     def _fit_order(self, m: Member) -> np.ndarray:
         """Every context row: member m's rows in its order, then those it does not read, in table order."""
-        rest = np.setdiff1d(np.arange(len(self.context_)), m.rows) if len(m.rows) < len(self.context_) else m.rows[:0]
-        return np.concatenate([m.rows, rest])
+        unread = np.ones(len(self.context_), bool)
+        unread[m.rows] = False                     # a mask rather than setdiff1d's sort: 1M rows, three times a fit
+        return np.concatenate([m.rows, np.flatnonzero(unread)])
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
                         cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,

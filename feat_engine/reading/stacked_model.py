@@ -124,15 +124,17 @@ class TreeRows:
         return out
 
 
-def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray], np.ndarray] | None,
-                  y: np.ndarray, classification: bool, make_model: Callable[[int | None], Any], seed: int,
-                  capped: bool = True, threads: int | None = None,
+def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
+                  transform: Callable[[np.ndarray], np.ndarray] | None, y: np.ndarray, classification: bool,
+                  make_model: Callable[[int | None], Any], seed: int, capped: bool = True, threads: int | None = None,
                   read: np.ndarray | None = None) -> StackedModel | None:
     """A candidate: out-of-fold predictions of `make_model(threads)` (a model fitting on that many threads) on the
     design matrix of the context rows, and the fit on all of them for `StackedModel.fitted` to make, each fit on at
     most FIT_ROWS of its rows where `capped`; None where there is no single target (more than two classes) or too few
-    rows (or rows of a class) to cross-fit. With `threads` > 1 on at most SIDE_BY_SIDE_ROWS rows the folds are
-    fitted `threads` at a time, each on one thread: the same models, sooner (`side_by_side`).
+    rows (or rows of a class) to cross-fit. `design(rows)` is the design matrix of those context rows alone, made
+    for the rows each fit and fold reads, so a long context's spline basis is never held whole (1.7 GB at
+    1,000,000 x 20). With `threads` > 1 on at most SIDE_BY_SIDE_ROWS rows the folds are fitted `threads` at a
+    time, each on one thread: the same models, sooner (`side_by_side`).
 
     `read` names the rows whose out-of-fold values a run reads (None: every row). Where they are at most FOLDS - 1 in
     FOLDS of the rows, folds of the rows read alone give theirs (`_read_folds`: one fit where they are at most one
@@ -153,25 +155,25 @@ def _cross_fitted(kind: str, design: np.ndarray, transform: Callable[[np.ndarray
     def fitted(rows: np.ndarray, threads: int | None):
         with warnings.catch_warnings():     # a Newton solver that meets a singular Hessian says so and goes on with
             warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
-            return make_model(threads).fit(design[rows], y[rows])
+            return make_model(threads).fit(design(rows), y[rows])
 
     splits = _read_folds(y, read, classification, seed)
     if splits is None:
         read = None
         folds = (StratifiedKFold(min(FOLDS, int(counts.min())), shuffle=True, random_state=seed) if classification
                  else KFold(FOLDS, shuffle=True, random_state=seed))
-        splits = list(folds.split(design, y))
+        splits = list(folds.split(np.zeros(len(y)), y))
     splits = [(rows_read(train), held) for train, held in splits]
-    workers = threads if threads is not None and len(design) <= SIDE_BY_SIDE_ROWS and len(splits) > 1 else 1
-    scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design[split[1]]),
+    workers = threads if threads is not None and len(y) <= SIDE_BY_SIDE_ROWS and len(splits) > 1 else 1
+    scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design(split[1])),
                           splits, workers)
-    s = np.full(len(design), np.nan)
+    s = np.full(len(y), np.nan)
     for (_, held), v in zip(splits, scores):
         s[held] = v
     known = s if read is None else s[read]
     mean, std = float(known.mean()), float(known.std())
     std = std if std > 0 else 1.0
-    whole = np.arange(len(design))
+    whole = np.arange(len(y))
     return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, None, mean, std,
                         _loss(known, np.asarray(y if read is None else y[read], dtype=float), classification),
                         fit_whole=lambda: fitted(rows_read(whole), threads))
@@ -236,9 +238,9 @@ def _additive_candidates(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: b
     if x_ctx.shape[1] * (1 + KNOTS + 2) <= MAX_BASIS:
         splines = SplineTransformer(n_knots=KNOTS, degree=3, knots="quantile", extrapolation="linear")
         splines = splines.fit(np.nan_to_num(x_ctx))
-        fits.append(fit(design=basis(splines, x_ctx), transform=partial(basis, splines)))
+        fits.append(fit(design=lambda rows: basis(splines, x_ctx[rows]), transform=partial(basis, splines)))
     # the straight lines alone, where the splines' columns fit noise more than they follow curves
-    fits.append(fit(design=basis(None, x_ctx), transform=partial(basis, None)))
+    fits.append(fit(design=lambda rows: basis(None, x_ctx[rows]), transform=partial(basis, None)))
     return fits
 
 
@@ -302,7 +304,7 @@ def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, 
     categories: list[int] = []
     if rows is not None:
         x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
-    view = _cross_fitted("trees", x_ctx, None, y_ctx, classification,
+    view = _cross_fitted("trees", x_ctx.__getitem__, None, y_ctx, classification,
                          partial(BoostedTrees, classification, seed, categories), seed, capped=False, threads=threads,
                          read=read)
     if view is not None:
