@@ -285,6 +285,13 @@ IMPUTE_METHOD = ("chained: each incomplete column is predicted in context from t
                  "(classification for categoricals, regression for numbers); dates from the imputation head")
 
 
+def impute_rows_read(params: dict, n_rows: int, n_cols: int, n_incomplete: int) -> int:
+    """The example rows FEAT reads for each of n_incomplete columns of a table of n_rows x n_cols, within the
+    imputer's reading budget, which those columns share (`FEATImputer.column_read_plan`)."""
+    plan = fe.FEATImputer(**_kwargs(params, None)).column_read_plan(max(n_rows, 2), max(n_cols - 1, 1), n_incomplete)
+    return plan.rows
+
+
 def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> Outcome:
     """FEATImputer().fit_transform(X). value: dict(filled=the filled table (same shape and dtypes),
     confidence=how sure FEAT is of each filled cell, `FEATImputer.transform_with_confidence`)."""

@@ -25,6 +25,10 @@ cells (all of them pooled); wall time.
     python bench/imputation.py            # all 13 tables, 3,000 rows, 24 columns
     python bench/imputation.py --quick    # 5 tables, 1,000 rows
     python bench/imputation.py --feat-members 1,4   # FEAT with 1 and with 4 members side by side
+    python bench/imputation.py --tables none --probes 100000 --rate 0.01   # a long synthetic table
+
+A probe (`--probes`) is a synthetic table of that many rows whose 20 columns all depend on five latent factors
+(`probe`), for long tables, where the development tables' copies are capped at --max-rows.
 
 Writes the "imputation" section of docs/benchmarks.md (--out for elsewhere).
 """
@@ -59,6 +63,20 @@ def complete_copy(name: str, max_rows: int, max_cols: int, seed: int) -> pd.Data
     for c in X.columns:
         if isinstance(X[c].dtype, pd.CategoricalDtype):
             X[c] = X[c].cat.remove_unused_categories()
+    return X
+
+
+def probe(n: int, seed: int) -> pd.DataFrame:
+    """A synthetic table of n rows whose 20 columns all depend on five latent factors: 16 numbers, 2 positive
+    heavy-tailed ones (as budgets or prices) and 2 categories (a factor cut into 4 and into 12 levels)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 5))
+    X = pd.DataFrame(z @ rng.normal(size=(5, 16)) + 0.5 * rng.normal(size=(n, 16)), columns=[f"x{j}" for j in range(16)])
+    X["h0"] = np.exp(z[:, 0] + 0.5 * rng.normal(size=n))
+    X["h1"] = np.exp(z[:, 1] - z[:, 2] + 0.5 * rng.normal(size=n))
+    for name, factor, levels in (("a", 3, 4), ("b", 4, 12)):
+        cut = np.quantile(z[:, factor], np.arange(1, levels) / levels)
+        X[name] = pd.Categorical([f"{name}{v}" for v in np.digitize(z[:, factor] + 0.3 * rng.normal(size=n), cut)])
     return X
 
 
@@ -133,8 +151,9 @@ def score(X: pd.DataFrame, filled: pd.DataFrame, mask: np.ndarray, cats: list) -
             "cat_acc": hits / n_cat if n_cat else float("nan"), "n_num_cols": len(nrmse), "n_cat_cells": n_cat}
 
 
-def run_table(name: str, methods: list[str], args) -> dict:
-    X = complete_copy(name, args.max_rows, args.max_cols, C.SEED)
+def run_table(name: str, methods: list[str], args, rows: int | None = None) -> dict:
+    """Every method on the development table `name`'s complete copy, or on a probe of `rows` rows."""
+    X = complete_copy(name, args.max_rows, args.max_cols, C.SEED) if rows is None else probe(rows, C.SEED)
     cats = [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
     from feat_engine.prior.masks import make_mask
 
@@ -173,14 +192,17 @@ def _v(r: dict, m: str, k: str) -> float:
 
 
 def report(recs: list[dict], methods: list[str], args, info, command, started, elapsed) -> tuple[list[str], dict]:
+    copies = ("Complete copies of the development tables (feature columns only; rows with any missing value dropped; "
+              f"at most {args.max_rows:,} rows and {args.max_cols} columns, fixed seed {C.SEED}; columns constant in "
+              "the copy dropped). " if args.tables != "none" else "")
     lines = ["## Imputation", "",
-             f"Complete copies of the development tables (feature columns only; rows with any missing value dropped; "
-             f"at most {args.max_rows:,} rows and {args.max_cols} columns, fixed seed {C.SEED}; columns constant in the "
-             f"copy dropped). {args.rate:.0%} of the cells hidden with `feat_engine.prior.masks.make_mask` "
+             f"{copies}{args.rate:.0%} of the cells hidden with `feat_engine.prior.masks.make_mask` "
              "(cell 50 % / stripe 30 % / block 20 %, seed 0). NRMSE: per numeric column, RMSE over its hidden cells "
              "divided by the standard deviation of their true values, averaged over columns (lower is better; "
-             "mean imputation scores about 1). Accuracy: share of hidden categorical cells restored exactly. "
-             f"FEAT checkpoint {C.checkpoint_line(args.checkpoint)}. Best per table in bold.", ""]
+             "mean imputation scores about 1). Accuracy: share of hidden categorical cells restored exactly."
+             + (" Probes: synthetic tables of 20 columns on five latent factors (`probe`)." if args.probes != "none"
+                else "")
+             + f" FEAT checkpoint {C.checkpoint_line(args.checkpoint)}. Best per table in bold.", ""]
     summary = {}
     for key, title, higher in (("nrmse", "NRMSE on numeric cells", False), ("cat_acc", "Accuracy on categorical cells", True)):
         rs = [r for r in recs if any(not np.isnan(_v(r, m, key)) for m in methods)]
@@ -215,7 +237,8 @@ def report(recs: list[dict], methods: list[str], args, info, command, started, e
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help=f"tables {QUICK_TABLES}, at most 1,000 rows")
-    p.add_argument("--tables", default=None)
+    p.add_argument("--tables", default=None, help="development tables ('none' for none)")
+    p.add_argument("--probes", default="none", help="rows of the synthetic probes, comma-separated ('none' for none)")
     p.add_argument("--max-rows", type=int, default=None, help="rows per table (default 3,000; quick 1,000)")
     p.add_argument("--max-cols", type=int, default=24, help="columns per table (FEAT's pretrained width)")
     p.add_argument("--rate", type=float, default=0.2, help="share of hidden cells")
@@ -232,7 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.feat_members and "feat" in methods:
         i = methods.index("feat")
         methods[i:i + 1] = [f"feat:{n}" for n in args.feat_members.split(",")]
-    return C.run_benchmark('imputation.py', argv, args, lambda: [run_table(n, methods, args) for n, _ in C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)],
+    tables = [] if args.tables == "none" else C.pick_tables(args.tables, QUICK_TABLES if args.quick else None)
+    probes = [] if args.probes == "none" else [int(v) for v in args.probes.split(",")]
+    return C.run_benchmark('imputation.py', argv, args,
+                           lambda: [run_table(n, methods, args) for n, _ in tables]
+                           + [run_table(f"probe {n:,}", methods, args, n) for n in probes],
                            lambda recs, *rest: report(recs, methods, args, *rest))
 
 

@@ -312,6 +312,18 @@ def test_imputation_scores():
     assert o["accuracy"] == pytest.approx(0.5) and o["NRMSE"] == pytest.approx(s.loc["x", "value"])
 
 
+def test_impute_reads_a_share_of_the_budget_per_incomplete_column():
+    """The Impute view's sentence on what FEAT reads: every row of a short table; on a long one each incomplete
+    column's share of the imputer's reading budget, fewer rows the more columns share it."""
+    from app import engine
+    from feat_engine.reading.read_budget import READ_CELLS
+
+    assert engine.impute_rows_read({}, 1_000, 20, 4) == 1_000
+    two, twenty = (engine.impute_rows_read({}, 1_000_000, 20, k) for k in (2, 20))
+    assert 2_048 <= twenty < two < 1_000_000
+    assert twenty * 20 * 2 <= READ_CELLS / 20              # rows x (19 features + label) x 2 (overlapping parts)
+
+
 @pytest.mark.parametrize("value, kw, text", [
     (56958.862, {}, "56,959"), (0.91234, {}, "0.912"), (0.0012345, {}, "0.00123"), (1.5e-6, {}, "1.50e-06"),
     (1234567, {}, "1,234,567"), (np.int64(569), {}, "569"), (9.996, {}, "10.0"), (0.75, {}, "0.750"),

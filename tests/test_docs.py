@@ -312,7 +312,7 @@ NOT_IN_BENCHMARKS = {"context-size-global": "context_size.py --local-context non
                      "large-context": "large_context.py: a 1M-row context before the reading budget (decision 0005); "
                                       "the app's walk and large-tables measure today's"}
 # sections of docs/benchmarks.md that no script writes: comparisons of runs, put together by hand
-BY_HAND = {"quality-local-auto", "issue-66-kernel", "imputation-support"}
+BY_HAND = {"quality-local-auto", "issue-66-kernel", "imputation-long"}
 SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 

@@ -495,6 +495,34 @@ def test_imputer_default_members(method, members):
         assert "column 2" in seen[-1] and {m.split(":")[0] for m in seen} <= {"column 0", "column 2"}
 
 
+def test_imputer_shares_its_reading_budget_among_the_incomplete_columns(monkeypatch):
+    """Each incomplete column's estimator reads the imputer's `read_budget` divided by the number of incomplete
+    columns, so a transform reads about one estimator's budget however many columns it fills; None reads all."""
+    from feat_engine.estimators import imputer
+
+    budgets = []
+
+    def spy(cls):
+        class Spy(cls):
+            def fit(self, X, y):
+                budgets.append(self.read_budget)
+                return super().fit(X, y)
+        return Spy
+
+    monkeypatch.setattr(imputer, "FEATRegressor", spy(FEATRegressor))
+    monkeypatch.setattr(imputer, "FEATClassifier", spy(FEATClassifier))
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(80, 4)), columns=list("abcd"))
+    X["d"] = pd.Categorical(np.where(X["d"] > 0, "up", "down"))
+    for c in "abd":
+        X.loc[rng.uniform(size=80) < 0.2, c] = np.nan
+    FEATImputer(read_budget=30_000).fit_transform(X)
+    assert budgets and set(budgets) == {10_000}          # a, b (its fill and its errors' fit) and d
+    budgets.clear()
+    FEATImputer(read_budget=None).fit_transform(X)
+    assert budgets and set(budgets) == {None}
+
+
 def test_imputer_progress_order_does_not_depend_on_which_column_starts_first(monkeypatch):
     """The columns' runs keep their column order in the progress stream whichever worker starts first (a
     worker that started column 2 first used to take its place, and column 0's report then ended the stream)."""

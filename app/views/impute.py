@@ -12,9 +12,14 @@ from feat_engine.estimators import COLUMN_MEMBERS
 ds, table = state.open_page("Impute")
 miss = table.isna()
 n_miss = int(miss.to_numpy().sum())
-st.caption(f"FEAT reads all {len(table):,} rows as examples and fills every missing cell of the "
-           f"{table.shape[1]} columns in use. Observed cells are returned unchanged. "
-           f"Method: {engine.IMPUTE_METHOD}.")
+n_incomplete = int(miss.any().sum())
+read = engine.impute_rows_read(state.run_params(), len(table), table.shape[1], n_incomplete)
+reads = (f"It reads all {len(table):,} rows as examples." if read >= len(table) else
+         f"On a table this long it reads {read:,} of the {len(table):,} rows as examples for each of the "
+         f"{n_incomplete} incomplete columns (a random share: its reading budget, shared by those columns); the "
+         f"classical model beside it learns from every row.")
+st.caption(f"FEAT fills every missing cell of the {table.shape[1]} columns in use and returns observed cells "
+           f"unchanged. {reads} Method: {engine.IMPUTE_METHOD}.")
 if n_miss == 0:
     st.info("This table has no missing cell in the columns in use. Try the **Masking demo**, which hides cells "
             "on purpose and scores FEAT against the truth.")

@@ -19,6 +19,7 @@ from ..model import FEAT
 from ..progress import Progress, StepCounter
 from ..reading.members import plan_members
 from ..reading.quantile_transform import N_QUANTILES
+from ..reading.read_budget import READ_CELLS, ReadPlan
 from . import runner
 from .base import FEATBase, documented
 from .classifier import FEATClassifier
@@ -56,18 +57,24 @@ SURE_RANGE = (0.16, 0.84)   # a filled number's typical error: half the range th
                           "its prediction plus the error FEAT made on one of up to 256 known cells of the column, "
                           "held out of its context for that, added on the column's own scale (`NumberScale`), so "
                           "that the draw stays within the observed range. `transform_with_confidence` says how sure "
-                          "FEAT is of each filled cell.")},
+                          "FEAT is of each filled cell."),
+     "read_budget": ("int or None, default 8,000,000", '"chained": context cells the engine reads at most over the '
+                     "whole transform, shared equally by the incomplete columns: each column's estimator gets its "
+                     "share as its own `read_budget` (see FEATRegressor), so a long table with many incomplete "
+                     "columns costs about one estimator's reading rather than one per column; the classical "
+                     "models beside the engine still read every known cell of a column. None reads every row.")},
 )
 class FEATImputer(TransformerMixin, FEATBase):
     def __init__(
         self, n_estimators: int | None = None, random_state: int | None = 0, device: str = "auto",
         max_context: int | None = None, max_features: int | None = None, method: str = "chained",
         checkpoint: str | os.PathLike | FEAT | None = None, progress: Progress | None = None,
-        precision: str = "auto", sample_posterior: bool = False,
+        precision: str = "auto", sample_posterior: bool = False, read_budget: int | None = READ_CELLS,
     ):
         super().__init__(n_estimators, random_state, device, max_context, max_features, checkpoint, progress, precision)
         self.method = method
         self.sample_posterior = sample_posterior
+        self.read_budget = read_budget
 
     def fit(self, X: Any, y: Any = None) -> "FEATImputer":
         """Store the table whose rows serve as context."""
@@ -114,6 +121,18 @@ class FEATImputer(TransformerMixin, FEATBase):
                           "and keep their missing cells", FEATDataWarning, stacklevel=2)
         return (out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)), confidence
 
+    def column_read_plan(self, n_rows: int, n_features: int, n_columns: int) -> ReadPlan:
+        """What each incomplete column's estimator reads under "chained" (`FEATRegressor.read_plan`) of a table of
+        n_rows rows whose column is known and n_features other features (after preprocessing), when n_columns
+        columns are incomplete and share `read_budget`."""
+        return FEATRegressor(n_estimators=self.n_estimators or COLUMN_MEMBERS, max_context=self.max_context,
+                             max_features=self.max_features, checkpoint=self.checkpoint,
+                             read_budget=self._budget_share(n_columns)).read_plan(n_rows, n_features)
+
+    def _budget_share(self, n_columns: int) -> int | None:
+        """Each of n_columns incomplete columns' share of `read_budget` (None: no budget)."""
+        return None if self.read_budget is None else self.read_budget // max(n_columns, 1)
+
     def _chained_columns(self, frame: pd.DataFrame) -> list:
         """The incomplete numeric and categorical columns of frame (dates go to the imputation head)."""
         return [c for c in self.preprocessor_.plan_ if c.kind in ("numeric", "categorical") and frame[c.name].isna().any()]
@@ -126,6 +145,7 @@ class FEATImputer(TransformerMixin, FEATBase):
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
         steps = StepCounter(self.progress, len(columns))
+        share = self._budget_share(len(columns))
         # callbacks made here, in column order: a run's place in the stream must not depend on which worker starts first
         say = {c.name: steps.callback(f"column {c.name!r}") for c in columns}
 
@@ -139,7 +159,7 @@ class FEATImputer(TransformerMixin, FEATBase):
             query = frame.iloc[rows][[n for n in usable if n != c.name]]
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
-                      progress=say[c.name], precision=self.precision)
+                      progress=say[c.name], precision=self.precision, read_budget=share)
             rng = np.random.default_rng(None if self.random_state is None else [self.random_state, usable.index(c.name)])
             if not X.shape[1] or y.nunique() < 2:
                 return rows, np.repeat(y.mode().iloc[0], len(rows)), np.full(len(rows), 1.0 if c.kind == "categorical" else 0.0)
