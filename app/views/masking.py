@@ -154,6 +154,6 @@ st.dataframe(numbers.style(masked.loc[sample_idx], written), width="stretch", pl
 st.caption(f"After: filled by {method}, filled cells highlighted")
 st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx], formats=written),
              width="stretch", placeholder="")
-st.plotly_chart(figures.missingness_matrix(masked.isna(), n_rows=200, seed=0).update_layout(title="The mask (dark = hidden)"),
-                width="stretch", key="mask_matrix")
+mask_matrix = figures.missingness_matrix(masked.isna(), n_rows=200, seed=0)
+st.plotly_chart(mask_matrix.update_layout(title="The mask (dark = hidden)"), width="stretch", key="mask_matrix")
 state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")

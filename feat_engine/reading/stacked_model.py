@@ -132,7 +132,7 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     design matrix of the context rows, and the fit on all of them for `StackedModel.fitted` to make, each fit on at
     most FIT_ROWS of its rows where `capped`; None where there is no single target (more than two classes) or too few
     rows (or rows of a class) to cross-fit. `design(rows)` is the design matrix of those context rows alone, made
-    for the rows each fit and fold reads, so a long context's spline basis is never held whole (1.7 GB at
+    for the rows each fit and fold reads, so a long context's spline basis is never held whole (1.28 GB at
     1,000,000 x 20). With `threads` > 1 on at most SIDE_BY_SIDE_ROWS rows the folds are fitted `threads` at a
     time, each on one thread: the same models, sooner (`side_by_side`).
 
