@@ -283,7 +283,8 @@ def test_query_values_the_context_cannot_read_are_named_in_a_warning():
 
 def test_a_column_that_gives_the_target_away_is_named_at_fit():
     """reading/giveaways.py: a threshold, a level-for-class recoding and a monotone copy of the target are named at
-    fit; a strong but noisy feature, a one-row-a-level column and a class of a few rows are not."""
+    fit; a strong but noisy feature, a one-row-a-level column, a class of a few rows and noise on more classes than
+    a rule could be told from are not."""
     from feat_engine.reading.giveaways import giveaways
 
     rng = np.random.default_rng(0)
@@ -301,6 +302,8 @@ def test_a_column_that_gives_the_target_away_is_named_at_fit():
                                               "column 'log_bwt' gives the target away"]
     assert all("leave it out" in s for s in said)
     assert giveaways(x, (np.arange(n) < 5).astype(int), True, nominal, names) == []   # 5 rows of one class
+    many = np.concatenate([np.zeros(20), np.ones(20), np.arange(2, 62)]).astype(int)  # 62 classes in 100 rows
+    assert giveaways(rng.normal(size=(100, 1)), many, True, np.empty(0, int), ["noise"]) == []
     said = giveaways(x, w, False, nominal, names)
     assert [s.split(":")[0] for s in said] == ["column 'bwt' gives the target away",
                                               "column 'log_bwt' gives the target away"]
