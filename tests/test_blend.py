@@ -158,16 +158,22 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
 
 def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
     """Up to STOP_ROWS context rows the tree view boosts the library's 100 rounds; beyond, early stopping on a
-    tenth of the rows chooses up to MAX_ROUNDS, one setting for every fold. Its histogram has a bin per BIN_ROWS
-    rows: MIN_BINS on a short context, LightGBM's 255 on a long one."""
-    from feat_engine.reading.stacked_model import MAX_ROUNDS, MIN_BINS, STOP_ROWS
+    tenth of the rows chooses up to `max_rounds`, one setting for every fold: MAX_ROUNDS for a fit of few cells,
+    MIN_ROUNDS past BOOST_WORK / MIN_ROUNDS cells. Its histogram has a bin per BIN_ROWS rows: MIN_BINS on a short
+    context, LightGBM's 255 on a long one."""
+    from feat_engine.reading.stacked_model import (BOOST_WORK, MAX_ROUNDS, MIN_BINS, MIN_ROUNDS, STOP_ROWS,
+                                                   max_rounds)
+
+    assert max_rounds(STOP_ROWS, 3) == MAX_ROUNDS
+    assert max_rounds(BOOST_WORK // MIN_ROUNDS, 1) == MIN_ROUNDS == max_rounds(10**6, 50)
+    assert MIN_ROUNDS < max_rounds(200_000, 12) < MAX_ROUNDS
 
     rng = np.random.default_rng(0)
     for n, stops, bins in ((1_000, False, MIN_BINS), (STOP_ROWS, False, 255), (STOP_ROWS + 1, True, 255)):
         x = rng.normal(size=(n, 3)).astype(np.float32)
         y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.1 * rng.normal(size=n)
         model = fit_tree_model(x, y, False, 0).model.model
-        assert model.n_estimators == (MAX_ROUNDS if stops else 100)
+        assert model.n_estimators == (max_rounds(*x.shape) if stops else 100)
         assert model.max_bin == bins
         assert (model.best_iteration_ > 100) is stops   # this smooth target keeps improving past 100 rounds
 

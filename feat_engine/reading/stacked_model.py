@@ -28,8 +28,10 @@ FIT_ROWS = 50_000   # rows one fit of the additive model reads at most (a random
                     # coefficients a feature is settled long before; the trees read every row (a large table's signal)
 MAX_LEVELS = 255    # nominal columns with at most this many levels are the tree model's native categories
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
-MAX_ROUNDS = 500    # ... and may then boost this many rounds; otherwise it boosts LightGBM's 100
-STOP_AFTER = 10     # ... stopping after this many rounds without a better loss on that tenth
+STOP_AFTER = 50     # ... after this many rounds without a better loss on that tenth; otherwise it boosts LightGBM's 100
+MIN_ROUNDS, MAX_ROUNDS = 500, 2_000    # ... up to as many rounds as BOOST_WORK allows a fit, between these
+BOOST_WORK = 500 * 8_000_000    # cells x rounds a fit may boost: 500 rounds of 8M cells (the engine's reading budget),
+                                # so that a fit of fewer cells may boost longer and none costs more than such a fit
 BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a fit (LightGBM's smallest leaf), ...
 MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
@@ -251,9 +253,18 @@ def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, s
     (`BoostedTrees`; its logit for a binary run), missing cells as they are, reading the rows' `detail` where given
     (`TreeRows`: the values before the clip, and the `nominal` columns, whose level codes are detail.codes' columns,
     of at most MAX_LEVELS levels as native categories). Past STOP_ROWS context rows early stopping chooses the number
-    of boosting rounds, up to MAX_ROUNDS; otherwise it boosts the library's 100. It boosts on `threads` threads
+    of boosting rounds, up to `max_rounds`; otherwise it boosts the library's 100. It boosts on `threads` threads
     (None: LightGBM's default, every core)."""
     return _chosen([_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads)])
+
+
+def max_rounds(rows: int, features: int) -> int:
+    """Boosting rounds a tree model fitted with early stopping (on more than STOP_ROWS rows) may take: BOOST_WORK cells x
+    rounds over the fit's rows x features, between MIN_ROUNDS and MAX_ROUNDS. A long table with much signal keeps
+    gaining past 500 rounds (nyc_flights: 1,000 rounds and more), and the work bound keeps a fit of a larger table,
+    or one of many classes, from taking longer than a 500-round fit of 8M cells took before
+    (docs/decisions/0023-tree-model.md)."""
+    return int(np.clip(BOOST_WORK // max(rows * features, 1), MIN_ROUNDS, MAX_ROUNDS))
 
 
 def tree_bins(rows: int) -> int:
@@ -266,7 +277,7 @@ def tree_bins(rows: int) -> int:
 class BoostedTrees:
     """LightGBM's gradient boosting at its defaults but for the histogram's bins (`tree_bins`), with the `categories`
     columns as its native categorical features; past STOP_ROWS rows it holds a tenth of them out (stratified for a
-    class label) and stops boosting once STOP_AFTER rounds have not lowered their loss, up to MAX_ROUNDS. Its score
+    class label) and stops boosting once STOP_AFTER rounds have not lowered their loss, up to `max_rounds`. Its score
     is a regressor's prediction or a binary classifier's logit, each row's from that row alone. It boosts on
     `threads` threads (the estimators pass torch's count on the calling thread, which `inference.map_runs` shares
     out; None: LightGBM's default)."""
@@ -279,7 +290,7 @@ class BoostedTrees:
 
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
-        self.model = make(n_estimators=MAX_ROUNDS if stop else 100, random_state=self.seed, verbose=-1,
+        self.model = make(n_estimators=max_rounds(*x.shape) if stop else 100, random_state=self.seed, verbose=-1,
                           n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)))
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
