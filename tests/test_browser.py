@@ -168,7 +168,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     bars = [t for t in _plot_types(page) if t and t[0].startswith("bar")]
     assert len(bars) == 2, _plot_types(page)                                   # the ranking and one row's chart
     page.get_by_text("What FEAT did").click()
-    assert "FEAT learned from 90 example rows" in page.locator('[data-testid="stMain"]').inner_text()
+    page.get_by_text("FEAT learned from 90 example rows").first.wait_for(timeout=RUN_TIMEOUT)
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download a report of this run (HTML)").click()
     assert cut_labels(browser, _saved(dl.value, tmp_path)) == []               # the report's labels are whole
@@ -191,7 +191,7 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     page.get_by_text("Cells imputed").wait_for(timeout=RUN_TIMEOUT)
     still = page.locator('[data-testid="stMetric"]').filter(has_text="Still missing").inner_text()
     assert _number(still) == 0, still
-    assert "How sure FEAT is of each filled cell" in page.locator('[data-testid="stMain"]').inner_text()
+    page.get_by_text("How sure FEAT is of each filled cell").wait_for(timeout=RUN_TIMEOUT)   # drawn after the metrics
     _shot(page, "impute")
 
     # --- Masking demo
