@@ -259,11 +259,10 @@ def fit_tree_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, s
 
 
 def max_rounds(rows: int, features: int) -> int:
-    """Boosting rounds a tree model fitted with early stopping (on more than STOP_ROWS rows) may take: BOOST_WORK cells x
-    rounds over the fit's rows x features, between MIN_ROUNDS and MAX_ROUNDS. A long table with much signal keeps
-    gaining past 500 rounds (nyc_flights: 1,000 rounds and more), and the work bound keeps a fit of a larger table,
-    or one of many classes, from taking longer than a 500-round fit of 8M cells took before
-    (docs/decisions/0023-tree-model.md)."""
+    """Boosting rounds an early-stopped tree model (a fit of more than STOP_ROWS rows) may take: as many as BOOST_WORK
+    allows its rows x features, between MIN_ROUNDS and MAX_ROUNDS. A long table with much signal keeps gaining past
+    500 rounds (nyc_flights: 1,000 rounds and more), and the work bound keeps a fit of a larger table, or one of many
+    classes, from taking longer than a 500-round fit of 8M cells took before (docs/decisions/0023-tree-model.md)."""
     return int(np.clip(BOOST_WORK // max(rows * features, 1), MIN_ROUNDS, MAX_ROUNDS))
 
 
