@@ -6,7 +6,7 @@ not have it. The estimators name it at `fit` (a `FEATDataWarning`) and read it a
 analyst's call. The test is exact, not statistical, so that a strong but honest feature is not named:
 - classes: along the feature's sorted values the class changes at most twice per class beyond the first (a
   threshold, or an interval, per class), with at least `MIN_CLASS` rows in two classes and `MIN_CLASS` rows a class
-  on average (on fewer, as with 80 classes in 113 rows, any column with distinct values passes); for a nominal
+  on average (on fewer, as with 69 classes in 114 rows, any column with distinct values passes); for a nominal
   feature, every level holds one class, with at least `LEVEL_ROWS` rows a level on average;
 - a numeric target: the feature's ranks are the target's (|Spearman| at least `MIN_RANK_CORR`).
 It reads a random subsample of at most `MAX_ROWS` context rows, on which an exact rule stays exact.

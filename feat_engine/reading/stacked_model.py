@@ -20,6 +20,7 @@ from sklearn.preprocessing import SplineTransformer
 
 from ..errors import FEATInputError
 from ..preprocess import CLIP, UnclippedRows
+from .read_budget import READ_CELLS
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
@@ -30,8 +31,8 @@ MAX_LEVELS = 255    # nominal columns with at most this many levels are the tree
 STOP_ROWS = 10_000  # the tree model stops boosting early (on a tenth of its rows) beyond this many context rows ...
 STOP_AFTER = 50     # ... after this many rounds without a better loss on that tenth; otherwise it boosts LightGBM's 100
 MIN_ROUNDS, MAX_ROUNDS = 500, 2_000    # ... up to as many rounds as BOOST_WORK allows a fit, between these
-BOOST_WORK = 500 * 8_000_000    # cells x rounds a fit may boost: 500 rounds of 8M cells (the engine's reading budget),
-                                # so that a fit of fewer cells may boost longer and none costs more than such a fit
+BOOST_WORK = MIN_ROUNDS * READ_CELLS    # cells x rounds a fit may boost: MIN_ROUNDS rounds of the engine's reading
+                                        # budget, so a fit of fewer cells may boost longer and none costs more
 BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a fit (LightGBM's smallest leaf), ...
 MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
