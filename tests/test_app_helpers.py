@@ -970,12 +970,14 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
 
     trees = {None: NS(stacked=NS(kind="trees"))}
 
-    def est(weight, inputs=trees):
-        return NS(run_inputs_=[inputs], blend_=None if weight is None else NS(weight=weight, rows=512))
+    def est(weight, inputs=trees, rows=512):
+        return NS(run_inputs_=[inputs], blend_=None if weight is None else NS(weight=weight, rows=rows))
 
     assert classical_share(est(None, {None: NS(stacked=None)})) is None
     assert classical_share(est(None)).endswith("the final answer is FEAT's own reading.")
     assert "mixed 75% of that model's own answer" in classical_share(est(0.75))
+    assert "too short to set example rows aside" in classical_share(est(0.25, rows=0))
+    assert "too short" not in classical_share(est(0.25))
     alone = classical_share(est(1.0))
     assert alone.startswith("On 512 example rows set aside to check") and "boosted trees" in alone
 

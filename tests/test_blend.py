@@ -8,7 +8,8 @@ import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, UnclippedRows
-from feat_engine.reading.blend import MAX_HELD, WEIGHTS, blend_prediction, blend_probability, held_out_rows
+from feat_engine.reading.blend import (MAX_HELD, PRIOR_WEIGHT, WEIGHTS, blend_prediction, blend_probability,
+                                       held_out_rows)
 from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_model, fit_tree_model
 
 try:
@@ -76,26 +77,30 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
     assert reg.blend_.weight == 0.0
     off = FEATRegressor(n_estimators=1, local_context=256, view="additive", blend=False).fit(X, dense)
     assert off.blend_ is None and "blended" not in off.reading_
-    assert FEATRegressor(n_estimators=1, local_context=None, view="additive").fit(X, dense).blend_ is None
+    whole = FEATRegressor(n_estimators=1, local_context=None, view="additive").fit(X, dense)   # no rows held out
+    assert (whole.blend_.weight, whole.blend_.rows, whole.blend_.loss) == (PRIOR_WEIGHT, 0, {})
+    assert "too short to hold rows out" in whole.reading_
     assert FEATRegressor(n_estimators=1, local_context=256, view=None).fit(X, dense).blend_ is None
 
 
-@pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
-def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k):
-    """With a blend in force, a query's prediction is the weighted blend of the model's output and its
-    view's, and does not depend on the other query rows."""
+@pytest.mark.parametrize("Est, k, n", [(FEATRegressor, 0, 4096), (FEATClassifier, 2, 4096), (FEATClassifier, 3, 4096),
+                                        (FEATRegressor, 0, 2048), (FEATClassifier, 2, 2048)])
+def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k, n):
+    """With a blend in force, chosen on held-out rows (4,096 context rows) or at the prior weight (2,048), a query's
+    prediction is the weighted blend of the model's output and its view's, and does not depend on the other query
+    rows."""
     monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(2)
-    X = rng.normal(size=(4400, 4))
+    X = rng.normal(size=(n + 304, 4))
     t = X[:, 0] + np.sin(2 * X[:, 1])
     y = t if k == 0 else np.digitize(t, np.quantile(t, np.linspace(0, 1, k + 1)[1:-1]))
-    est = Est(n_estimators=2, local_context=256, view="additive").fit(X[:4096], y[:4096])
-    assert est.blend_ is not None
+    est = Est(n_estimators=2, local_context=256, view="additive").fit(X[:n], y[:n])
+    assert est.blend_ is not None and (est.blend_.rows == 0) is (n < 4096)
     f = est.predict if Est is FEATRegressor else est.predict_proba
-    full = f(X[4096:])
-    alone = np.concatenate([f(X[4096 + i:4097 + i]) for i in range(3)])
+    full = f(X[n:])
+    alone = np.concatenate([f(X[n + i:n + i + 1]) for i in range(3)])
     np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
-    outputs = est._outputs(*est._query_rows(X[4096:]))
+    outputs = est._outputs(*est._query_rows(X[n:]))
     w = est.blend_.weight
     if Est is FEATRegressor:
         # each member's blend on the scale it reads, its power-scale members' mapped back as means
@@ -104,8 +109,11 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
         np.testing.assert_allclose(full, est.scaler_.inverse_transform(want))
     else:
         for scores, views in outputs:
-            assert scores.shape == (len(X) - 4096, k) and views.shape == (len(X) - 4096, 1 if k == 2 else k)
+            assert scores.shape == (len(X) - n, k) and views.shape == (len(X) - n, 1 if k == 2 else k)
         assert np.allclose(full.sum(axis=1), 1.0)
+        if k == 2:
+            want = np.mean([blend_probability(p[:, 1], s[:, 0], w) for p, s in outputs], axis=0)
+            np.testing.assert_allclose(full[:, 1], want)
 
 
 def lightgbm_regressor(seed: int):

@@ -17,7 +17,7 @@ from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
-from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows
+from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows, prior_blend
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
@@ -125,6 +125,8 @@ class InContextBase(FEATBase, ABC):
             shared: dict[tuple, RunInputs] = {}
             self.run_inputs_ = [self._fit_member_inputs(m, alone, detail, classification, steps, shared)
                                 for m, alone in zip(self.members_, self._fits_alone())]
+            if self.blend and any(r.stacked is not None for inputs in self.run_inputs_ for r in inputs.values()):
+                self.blend_ = prior_blend()
         else:
             self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
         self.reading_ = self._describe_reading()

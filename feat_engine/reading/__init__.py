@@ -19,7 +19,7 @@ never sees them.
                         feature;
    - `power_target.py`  the target on a power scale, for the members that read the quantile transform.
 7. `blend.py`           the weight of the stacked model's own prediction in a blend with the engine's output,
-                        chosen on the held-out rows.
+                        chosen on the held-out rows (PRIOR_WEIGHT where none are held out).
 
 `predict` routes each query row to its member's part (`local_parts.py`), applies the fitted statistics and
 stacked model to it (`run_inputs.py`), reads numbers through their context quantiles for half of the members

@@ -1,8 +1,9 @@
 """The blend: FEAT's output and its stacked model's own prediction s, weighted on held-out context rows. When a member's
 context is split into local parts, a share of its rows (`held_out_rows`) is kept out of every part and read as
 queries, and the weight w in WEIGHTS whose blend loses least on their labels is kept: logit p' = (1 - w) logit p + w s
-for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A query's blend reads that query's own
-output and s, so it depends on that query alone (docs/decisions/0024-blend.md)."""
+for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A context too short to hold rows out
+is blended at PRIOR_WEIGHT (`prior_blend`). A query's blend reads that query's own output and s, so it depends on
+that query alone (docs/decisions/0024-blend.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,8 +15,12 @@ from sklearn.model_selection import train_test_split
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)   # the stacked model's weight in the blend
 HELD_SHARE = 8       # one context row in HELD_SHARE is held out of the parts ...
-MIN_HELD = 512       # ... if that makes at least this many (shorter contexts are not blended)
+MIN_HELD = 512       # ... if that makes at least this many (shorter contexts blend at PRIOR_WEIGHT)
 MAX_HELD = 2048      # ... and at most this many
+# the weight where no rows are held out to choose one (contexts under MIN_HELD x HELD_SHARE rows, or read whole): on
+# contexts of at most 2,048 rows it raised R2 on 58 of 63 tables and probes and lowered it on 5, ROC-AUC on 27 of 51
+# and lowered it on 11 (`bench/blend_weights.py`; docs/decisions/0024-blend.md)
+PRIOR_WEIGHT = 0.25
 
 
 def _held_count(n: int) -> int:
@@ -58,14 +63,18 @@ def blend_prediction(y: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
 
 @dataclass
 class Blend:
-    """The chosen weight of the stacked model, and the evidence: the mean held-out loss at each weight."""
+    """The chosen weight of the stacked model, and the evidence: the mean held-out loss at each weight (none for
+    `prior_blend`'s)."""
 
     weight: float
     loss: dict[float, float]
-    rows: int               # held-out context rows scored
+    rows: int               # held-out context rows scored (0: the prior weight, no rows to choose on)
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
+        if not self.rows:
+            return (f"the output blended with the view's own prediction at weight {self.weight:g}, the weight for "
+                    f"contexts too short to hold rows out and choose one")
         scores = ", ".join(f"{w:g}: {v:.4f}" for w, v in self.loss.items())
         return (f"the output blended with the view's own prediction at weight {self.weight:g}, chosen on "
                 f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores})")
@@ -77,3 +86,8 @@ def choose_blend(row_loss: Callable[[float], np.ndarray]) -> Blend:
     losses = {w: row_loss(w) for w in WEIGHTS}
     mean = {w: float(v.mean()) for w, v in losses.items()}
     return Blend(min(WEIGHTS, key=lambda w: mean[w]), mean, len(losses[WEIGHTS[0]]))
+
+
+def prior_blend() -> Blend:
+    """The blend of a context with no rows held out: the stacked model's own prediction at PRIOR_WEIGHT."""
+    return Blend(PRIOR_WEIGHT, {}, 0)
