@@ -279,8 +279,8 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
         return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on the "
                 f"{model} it fitted beside it, so the final answer is that model's alone.")
     if not est.blend_.rows:     # a short table: the prior share, with no rows set aside to choose it
-        return said + (f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one (its share "
-                       "on any table too short to set example rows aside and check the mix).")
+        return said + (f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one (the share "
+                       "it uses when a table is too short to set example rows aside and test the mix).")
     return said + f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one."
 
 
