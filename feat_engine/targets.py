@@ -70,13 +70,21 @@ def numeric_target(y: pd.Series) -> pd.Series:
     as for a feature column (`preprocess.plan_column`)."""
     parsed = target_numbers(y)
     if parsed is not y:
-        warnings.warn(f"target {y.name or 'y'!r} holds numbers as text and is read as such", FEATDataWarning,
+        warnings.warn(f"target {target_name(y)!r} holds numbers as text and is read as such", FEATDataWarning,
                       stacklevel=3)
     return parsed
 
 
-def target_rows(y: Any, n_rows: int, name: str = "y") -> np.ndarray:
-    """Boolean mask of rows with an observed target; warns when some are dropped, raises if none."""
+def target_name(y: Any) -> str:
+    """What a message calls the target: a Series' own name (a table's column), else 'y'."""
+    name = getattr(y, "name", None)
+    return "y" if name is None else str(name)
+
+
+def target_rows(y: Any, n_rows: int, name: str | None = None) -> np.ndarray:
+    """Boolean mask of rows with an observed target; warns when some are dropped, raises if none. Messages call it
+    `name`, by default `target_name(y)`."""
+    name = name or target_name(y)
     y = pd.Series(np.asarray(y, dtype=object) if not isinstance(y, pd.Series) else y)
     if len(y) != n_rows:
         raise FEATInputError(f"target {name!r} has {len(y)} values but the table has {n_rows} rows")
@@ -98,8 +106,10 @@ class ClassEncoder:
     """Class labels of any type <-> 0..K-1 (sorted where the labels sort, in a category's order where y is one); the
     classes are the labels y holds, as scikit-learn's, not a category dtype's unused levels."""
 
-    def fit(self, y: pd.Series, name: str = "y") -> "ClassEncoder":
+    def fit(self, y: pd.Series, name: str | None = None) -> "ClassEncoder":
+        """The classes y holds; a target of one class is refused, named `name` (by default `target_name(y)`)."""
         self.classes_ = pd.Categorical(y).remove_unused_categories().categories.to_numpy()
+        name = name or target_name(y)
         if len(self.classes_) < 2:
             only = self.classes_[0].item() if isinstance(self.classes_[0], np.generic) else self.classes_[0]
             raise FEATInputError(f"target {name!r} has a single class ({only!r}); classification needs at least two")

@@ -564,8 +564,10 @@ def test_bad_inputs_name_the_problem():
     with pytest.raises(FEATInputError, match="no feature columns left"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         FEATClassifier().fit(pd.DataFrame({"a": [1] * 10, "b": [2] * 10}), [0, 1] * 5)
-    with pytest.raises(FEATInputError, match="single class"):
+    with pytest.raises(FEATInputError, match="target 'y' has a single class"):
         FEATClassifier().fit(X, ["a"] * len(X))
+    with pytest.raises(FEATInputError, match="target 'seen' has a single class"):    # a table's column: its name
+        FEATClassifier().fit(X, pd.Series(["a"] * len(X), name="seen"))
     with pytest.raises(FEATInputError, match="all missing"):
         FEATRegressor().fit(X, np.full(len(X), np.nan))
     with pytest.raises(FEATInputError, match="all missing"):

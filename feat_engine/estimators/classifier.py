@@ -15,7 +15,7 @@ from ..reading.blend import blend_probability
 from ..reading.members import Member
 from ..reading.quantile_transform import reads_quantiles
 from ..reading.read_budget import READ_CELLS
-from ..targets import ClassEncoder, as_target, is_continuous, target_rows
+from ..targets import ClassEncoder, as_target, is_continuous, target_name, target_rows
 from . import runner
 from .base import documented
 from .in_context import KEPT_MEMBERS, LOCAL_CONTEXT, InContextBase
@@ -57,7 +57,7 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         y = y.iloc[keep]
         if is_continuous(y):
             raise FEATInputError(
-                f"Unknown label type: continuous. Target {y.name or 'y'!r} holds {y.nunique()} distinct numbers, not "
+                f"Unknown label type: continuous. Target {target_name(y)!r} holds {y.nunique()} distinct numbers, not "
                 "all whole, which FEATClassifier cannot take as classes: use FEATRegressor to predict a number, or "
                 "pass the labels as strings if they are classes")
         self.encoder_ = ClassEncoder().fit(y)
