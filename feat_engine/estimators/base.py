@@ -45,8 +45,9 @@ PARAMETERS = {
     "view": ('{"auto", "additive", "trees"} or None, default "auto"', "A cross-fitted classical model whose prediction "
              "the engine reads as one more feature: an additive model over splines, boosted trees, whichever "
              'predicts the context\'s labels better out of fold ("auto"), or None for none.'),
-    "blend": ("bool, default True", "On a context split into local parts, blend the engine's output with the "
-              "classical model's own prediction at the weight that predicts held-out context rows best."),
+    "blend": ("bool, default True", "Blend the engine's output with the classical model's own prediction: on a "
+              "context split into local parts, at the weight that predicts held-out context rows best; where none are "
+              "held out (under 4,096 rows, or a context read whole), at 0.25 (docs/decisions/0024-blend.md)."),
     "read_budget": ("int or None, default 8,000,000", "Context cells (rows x (features + 1), per labelling, twice over "
                     "in overlapping local parts) the engine reads at most over all members: about eight minutes "
                     "of engine on two AVX2 cores in fp32, about half that with native bf16 "
