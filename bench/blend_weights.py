@@ -20,10 +20,10 @@ from sklearn.model_selection import train_test_split
 
 import common as C
 from feat_engine import FEATClassifier, FEATRegressor
-from feat_engine.reading.blend import WEIGHTS
+from feat_engine.reading.blend import HELD_SHARE, MIN_HELD, WEIGHTS
 from probes import N_TEST, PROBES
 
-HELD_FROM = 4096      # contexts this long hold rows out and choose their weight (`blend.holds_rows`)
+HELD_FROM = MIN_HELD * HELD_SHARE      # contexts this long hold rows out and choose their weight (`blend.holds_rows`)
 
 
 def scores(Xc: pd.DataFrame, yc: np.ndarray, Xq: pd.DataFrame, yq: np.ndarray, task: str) -> list[float]:
