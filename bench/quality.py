@@ -82,7 +82,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
         est = (FEATClassifier(**kw, multiclass=args.multiclass) if clf else FEATRegressor(**kw)).fit(Xc, yc)
         choice = getattr(est, "member_choice_", None)       # the log says how many members each table kept
         print(f"[quality] FEAT members: {choice.describe() if choice else len(est.members_)}", flush=True)
-        return _full_proba(est.predict_proba(Xq), est.classes_, k) if clf else est.predict(Xq)
+        return full_proba(est.predict_proba(Xq), est.classes_, k) if clf else est.predict(Xq)
     if method == "xgboost":
         import xgboost as xgb
 
@@ -91,7 +91,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
             # XGBoost wants labels 0..K'-1: relabel the classes present in the context
             present, yl = np.unique(yc, return_inverse=True)
             est = xgb.XGBClassifier(**kw).fit(Xc, yl)
-            return _full_proba(est.predict_proba(Xq), present, k)
+            return full_proba(est.predict_proba(Xq), present, k)
         return xgb.XGBRegressor(**kw).fit(Xc, yc).predict(Xq)
     if method == "lightgbm":
         import lightgbm as lgb
@@ -99,7 +99,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
         kw = dict(verbose=-1, n_jobs=th, random_state=C.SEED)
         if clf:
             est = lgb.LGBMClassifier(**kw).fit(Xc, yc)
-            return _full_proba(est.predict_proba(Xq), est.classes_, k)
+            return full_proba(est.predict_proba(Xq), est.classes_, k)
         return lgb.LGBMRegressor(**kw).fit(Xc, yc).predict(Xq)
     if method == "catboost":
         import catboost as cb
@@ -108,7 +108,7 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
         Xc_s, Xq_s = _as_strings(Xc, cats), _as_strings(Xq, cats)
         if clf:
             est = cb.CatBoostClassifier(**kw).fit(Xc_s, yc)
-            return _full_proba(est.predict_proba(Xq_s), np.asarray(est.classes_).astype(int), k)
+            return full_proba(est.predict_proba(Xq_s), np.asarray(est.classes_).astype(int), k)
         return cb.CatBoostRegressor(**kw).fit(Xc_s, yc).predict(Xq_s)
     if method in ("linear", "knn"):
         from sklearn.linear_model import LogisticRegression, Ridge
@@ -120,12 +120,12 @@ def fit_predict(method: str, task: str, Xc: pd.DataFrame, yc: np.ndarray, Xq: pd
             model = KNeighborsClassifier(15, n_jobs=th) if clf else KNeighborsRegressor(15, n_jobs=th)
         est = _sklearn_pipeline(model, nums, cats).fit(_as_strings(Xc, cats), yc)
         if clf:
-            return _full_proba(est.predict_proba(_as_strings(Xq, cats)), est.classes_, k)
+            return full_proba(est.predict_proba(_as_strings(Xq, cats)), est.classes_, k)
         return est.predict(_as_strings(Xq, cats))
     raise ValueError(f"unknown method {method!r}")
 
 
-def _full_proba(p: np.ndarray, classes, k: int) -> np.ndarray:
+def full_proba(p: np.ndarray, classes, k: int) -> np.ndarray:
     """Probabilities over all k classes (a class absent from the context gets 0)."""
     out = np.zeros((len(p), k))
     out[:, np.asarray(classes).astype(int)] = p
