@@ -270,9 +270,12 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
     kinds = {r.stacked.kind for inputs in est.run_inputs_ for r in inputs.values() if r.stacked is not None}
     if not kinds:
         return None
-    model = " and ".join(sorted({"trees": "boosted trees", "additive": "a smooth additive model"}.get(k, k)
-                                for k in kinds))
+    names = {"trees": "boosted trees", "additive": "a smooth additive model"}
+    model = " and ".join(sorted(names.get(k, k) for k in kinds))
+    beside = {r.beside.kind for inputs in est.run_inputs_ for r in inputs.values() if r.beside is not None}
     said = f"FEAT also fitted {model} to the example rows and read its prediction as one more column"
+    if beside:
+        said += f" ({' and '.join(sorted(names.get(k, k) for k in beside))} beside it as another)"
     if est.blend_ is None or est.blend_.weight == 0.0:
         return said + "; the final answer is FEAT's own reading."
     if est.blend_.weight == 1.0:

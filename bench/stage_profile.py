@@ -32,7 +32,7 @@ STAGES = [
     ("members", "feat_engine.estimators.in_context", "plan_members"),
     ("local parts", "feat_engine.estimators.in_context", "local_contexts"),
     ("target statistics", "feat_engine.reading.run_inputs", "fit_target_stats"),
-    ("stacked model (choice and cross-fits)", "feat_engine.reading.run_inputs", "fit_stacked_model"),
+    ("stacked model (choice and cross-fits)", "feat_engine.reading.run_inputs", "fit_stacked_models"),
     ("  additive model cross-fits", "feat_engine.reading.stacked_model", "_additive_candidates"),
     ("  tree model cross-fits", "feat_engine.reading.stacked_model", "_tree_candidate"),
     ("power target", "feat_engine.reading.run_inputs", "fit_power_target"),

@@ -968,13 +968,15 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
 
     from app.engine import classical_share
 
-    trees = {None: NS(stacked=NS(kind="trees"))}
+    trees = {None: NS(stacked=NS(kind="trees"), beside=None)}
 
     def est(weight, inputs=trees, rows=512):
         return NS(run_inputs_=[inputs], blend_=None if weight is None else NS(weight=weight, rows=rows))
 
-    assert classical_share(est(None, {None: NS(stacked=None)})) is None
+    assert classical_share(est(None, {None: NS(stacked=None, beside=None)})) is None
     assert classical_share(est(None)).endswith("the final answer is FEAT's own reading.")
+    both = classical_share(est(None, {None: NS(stacked=NS(kind="trees"), beside=NS(kind="additive"))}))
+    assert "boosted trees to the example rows" in both and "(a smooth additive model beside it as another)" in both
     assert "mixed 75% of that model's own answer" in classical_share(est(0.75))
     assert "too short to set example rows aside" in classical_share(est(0.25, rows=0))
     assert "too short" not in classical_share(est(0.25))

@@ -10,7 +10,7 @@ from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, UnclippedRows
 from feat_engine.reading.blend import (MAX_HELD, PRIOR_WEIGHT, WEIGHTS, blend_prediction, blend_probability,
                                        held_out_rows)
-from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_model, fit_tree_model
+from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_models, fit_tree_model
 
 try:
     from .oracles import per_table
@@ -88,14 +88,16 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
 def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est, k, n):
     """With a blend in force, chosen on held-out rows (4,096 context rows) or at the prior weight (2,048), a query's
     prediction is the weighted blend of the model's output and its view's, and does not depend on the other query
-    rows."""
+    rows; where no rows are held out, the runs read the other kind's model too (four features leave a slot free)."""
     monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(2)
     X = rng.normal(size=(n + 304, 4))
-    t = X[:, 0] + np.sin(2 * X[:, 1])
+    t = X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(0, 0.5, len(X))        # noisy: both kinds read part of it
     y = t if k == 0 else np.digitize(t, np.quantile(t, np.linspace(0, 1, k + 1)[1:-1]))
-    est = Est(n_estimators=2, local_context=256, view="additive").fit(X[:n], y[:n])
+    est = Est(n_estimators=2, local_context=256).fit(X[:n], y[:n])
     assert est.blend_ is not None and (est.blend_.rows == 0) is (n < 4096)
+    assert all((r.beside is not None and r.beside.kind != r.stacked.kind) is (n < 4096)
+               for i in est.run_inputs_ for r in i.values())
     f = est.predict if Est is FEATRegressor else est.predict_proba
     full = f(X[n:])
     alone = np.concatenate([f(X[n + i:n + i + 1]) for i in range(3)])
@@ -149,7 +151,7 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     np.testing.assert_array_equal(design[:, 0], wide[:, 0])
     np.testing.assert_array_equal(design[:, 1], codes[:, 0])
     np.testing.assert_array_equal(design[:, 2], x[:, 2])
-    v = fit_stacked_model(x, y, False, 5, "trees", UnclippedRows(codes, wide), np.array([1, 2]))
+    v = fit_stacked_models(x, y, False, 5, "trees", UnclippedRows(codes, wide), np.array([1, 2]))[0]
     oof = np.empty(n)
     for tr, va in KFold(FOLDS, shuffle=True, random_state=5).split(design):
         oof[va] = lightgbm_regressor(5).fit(design[tr], y[tr], categorical_feature=[1]).predict(design[va])
@@ -159,7 +161,7 @@ def test_tree_view_reads_unclipped_values_and_few_level_nominal_columns_as_nativ
     full = lightgbm_regressor(5).fit(design, y, categorical_feature=[1])
     want = full.predict(np.column_stack([wq[:, 0], [np.nan, *cq[1:, 0]], xq[:, 2]]))
     np.testing.assert_allclose(v.queries(xq, UnclippedRows(cq, wq)), (want - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
-    clipped = fit_stacked_model(x, y, False, 5, "trees", UnclippedRows(codes, x), np.array([1, 2]))
+    clipped = fit_stacked_models(x, y, False, 5, "trees", UnclippedRows(codes, x), np.array([1, 2]))[0]
     assert v.loss < 0.5 * clipped.loss                   # the tail beyond the clip carries signal the trees use
     assert fit_tree_model(x, y, False, 5).rows is None
 
@@ -225,7 +227,7 @@ def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone
     x = rng.normal(size=(n, 4)).astype(np.float32)
     y = x[:, 0] + np.sin(2 * x[:, 1]) + 0.3 * rng.normal(size=n)
     read = np.sort(rng.choice(n, n // FOLDS, replace=False))
-    v = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=read)
+    v = fit_stacked_models(x, y, False, 3, "trees", threads=1, read=read)[0]
     rest = np.setdiff1d(np.arange(n), read)
     s = BoostedTrees(False, 3, [], 1).fit(x[rest], y[rest]).decision_function(x[read])
     np.testing.assert_array_equal(np.isfinite(v.context), np.isin(np.arange(n), read))
@@ -236,11 +238,11 @@ def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone
     fit = stacked_model.BoostedTrees.fit
     monkeypatch.setattr(stacked_model.BoostedTrees, "fit", lambda self, x, y: fits.append(len(x)) or fit(self, x, y))
     two = np.sort(rng.choice(n, 2 * n // FOLDS, replace=False))
-    v = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=two)
+    v = fit_stacked_models(x, y, False, 3, "trees", threads=1, read=two)[0]
     assert fits == [n - n // FOLDS] * 2 + [n]           # two fits of the folds, then the whole context
     np.testing.assert_array_equal(np.isfinite(v.context), np.isin(np.arange(n), two))
-    most = fit_stacked_model(x, y, False, 3, "trees", threads=1, read=np.arange(n - n // FOLDS + 1))
-    np.testing.assert_array_equal(most.context, fit_stacked_model(x, y, False, 3, "trees", threads=1).context)
+    most = fit_stacked_models(x, y, False, 3, "trees", threads=1, read=np.arange(n - n // FOLDS + 1))[0]
+    np.testing.assert_array_equal(most.context, fit_stacked_models(x, y, False, 3, "trees", threads=1)[0].context)
 
 
 def seeded_run(noise: float):

@@ -21,7 +21,7 @@ from feat_engine.reading.power_target import fit_power_target
 from feat_engine.reading.quantile_transform import quantile_normal
 from feat_engine.reading.read_budget import ReadPlan, context_cells, plan_reading
 from feat_engine.reading.relevance import relevance
-from feat_engine.reading.stacked_model import fit_additive_model, fit_stacked_model, fit_tree_model
+from feat_engine.reading.stacked_model import fit_additive_model, fit_stacked_models, fit_tree_model
 from feat_engine.reading.target_stats import with_target_stats
 
 try:
@@ -692,18 +692,39 @@ def test_auto_view_is_the_one_that_predicts_the_context_better_out_of_fold():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(600, 4))
     step = ((x[:, 0] > 0) & (x[:, 1] > 0)).astype(int)                  # an AND of two thresholds
-    auto, add, trees = (fit_stacked_model(x, step, True, 0, kind) for kind in ("auto", "additive", "trees"))
+    auto, add, trees = (fit_stacked_models(x, step, True, 0, kind)[0] for kind in ("auto", "additive", "trees"))
     assert auto.kind == "trees" and trees.loss < add.loss
     np.testing.assert_array_equal(auto.context, trees.context)
     w = rng.normal(size=(150, 30))
     dense = w @ rng.normal(size=30)
-    auto, add, trees = (fit_stacked_model(w, dense, False, 0, kind) for kind in ("auto", "additive", "trees"))
+    auto, add, trees = (fit_stacked_models(w, dense, False, 0, kind)[0] for kind in ("auto", "additive", "trees"))
     assert auto.kind == "additive" and add.loss < trees.loss
-    assert fit_stacked_model(w, dense, False, 0, None) is None
+    assert fit_stacked_models(w, dense, False, 0, None) == (None, None)
     with pytest.raises(ValueError, match="'forest'"):
-        fit_stacked_model(w, dense, False, 0, "forest")
+        fit_stacked_models(w, dense, False, 0, "forest")
     with pytest.raises(FEATInputError, match="view must be one of .* got 'forest'"):
         FEATRegressor(view="forest").fit(w, dense)
+
+
+def test_the_other_kind_is_read_beside_where_it_loses_little_more():
+    """With `beside`, the best candidate of the other kind comes second, fitted on the whole context, where its
+    out-of-fold loss is at most BESIDE_LOSS times the chosen one's (a noisy sum of a line and a step: both kinds
+    read part of it), and not where it is far worse (a pure step, which no sum of smooth effects fits)."""
+    from feat_engine.reading.stacked_model import BESIDE_LOSS
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(600, 4))
+    y = x[:, 0] + (x[:, 1] > 0) + rng.normal(size=600)
+    chosen, beside = fit_stacked_models(x, y, False, 0, "auto", beside=True)
+    assert (chosen.kind, beside.kind) == ("additive", "trees") and beside.model is not None
+    assert chosen.loss < beside.loss <= BESIDE_LOSS * chosen.loss
+    np.testing.assert_array_equal(beside.context, fit_stacked_models(x, y, False, 0, "trees")[0].context)
+    assert fit_stacked_models(x, y, False, 0, "auto")[1] is None                  # only when asked
+    assert fit_stacked_models(x, y, False, 0, "additive", beside=True)[1] is None    # only with "auto"
+    step = ((x[:, 0] > 0) & (x[:, 1] > 0)).astype(int)
+    chosen, beside = fit_stacked_models(x, step, True, 0, "auto", beside=True)
+    additive = fit_stacked_models(x, step, True, 0, "additive")[0]
+    assert chosen.kind == "trees" and beside is None and additive.loss > BESIDE_LOSS * chosen.loss
 
 
 def test_the_view_reaches_the_model_in_one_feature_slot(monkeypatch):
@@ -746,23 +767,28 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
 
     def refuse(*_, **__):
         raise AssertionError("fitted at predict")
-    monkeypatch.setattr(ri_mod, "fit_stacked_model", refuse)
+    monkeypatch.setattr(ri_mod, "fit_stacked_models", refuse)
     monkeypatch.setattr(ri_mod, "fit_target_stats", refuse)
     first = clf.predict_proba(X[240:])
     np.testing.assert_array_equal(first, clf.predict_proba(X[240:]))
     reg.predict(X[240:])
     monkeypatch.undo()
 
-    m, c = clf.members_[0], 2                   # the first member's run on class "z" against the rest
+    m = clf.members_[0]                         # the first member's run on the first class whose run also reads the
+    c = next(c for c, r in clf.run_inputs_[0].items() if r.beside is not None)   # other kind (4 features: a slot)
     ctx, q = calls[c]
     labels, pre = (clf.y_ == c).astype(np.int64), clf.preprocessor_
     context = X[:240].iloc[content_order(X[:240], clf.encoder_.transform(y[:240]))]   # the rows as `fit` reads them
     x_ctx, x_q = with_target_stats(clf.context_, labels, pre.transform(X[240:], "query"),
                                    pre.nominal_codes(context), pre.nominal_codes(X[240:]), pre.nominal_, m.seed)
-    view = fit_stacked_model(x_ctx, labels, True, m.seed, "auto", pre.detail(context), pre.nominal_)
-    np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features]])[m.rows], atol=1e-6)
-    np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, pre.detail(X[240:])), x_q[:, m.features]]),
+    view, beside = fit_stacked_models(x_ctx, labels, True, m.seed, "auto", pre.detail(context), pre.nominal_,
+                                      beside=True)
+    assert beside.kind != view.kind
+    np.testing.assert_allclose(ctx, np.column_stack([view.context, x_ctx[:, m.features], beside.context])[m.rows],
                                atol=1e-6)
+    detail = pre.detail(X[240:])
+    np.testing.assert_allclose(q, np.column_stack([view.queries(x_q, detail), x_q[:, m.features],
+                                                   beside.queries(x_q, detail)]), atol=1e-6)
     assert len(clf.run_inputs_) == 2 and sorted(clf.run_inputs_[0]) == [0, 1, 2] and list(reg.run_inputs_[0]) == [None]
 
 
@@ -773,12 +799,12 @@ def test_members_share_the_fits_of_a_whole_short_context_and_fit_their_own_other
     import feat_engine.reading.run_inputs as ri_mod
 
     fits = []
-    real = ri_mod.fit_stacked_model
+    real = ri_mod.fit_stacked_models
 
     def counting(x, labels, *args, **kwargs):
         fits.append(len(labels))
         return real(x, labels, *args, **kwargs)
-    monkeypatch.setattr(ri_mod, "fit_stacked_model", counting)
+    monkeypatch.setattr(ri_mod, "fit_stacked_models", counting)
     rng = np.random.default_rng(8)
     X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
     y = np.array(list("xyz"))[(X["a"] > 0).astype(int) + (X["b"] > 1).astype(int)]

@@ -44,7 +44,8 @@ PARAMETERS = {
                   '"fp32" gives the same numbers on every CPU.'),
     "view": ('{"auto", "additive", "trees"} or None, default "auto"', "A cross-fitted classical model whose prediction "
              "the engine reads as one more feature: an additive model over splines, boosted trees, whichever "
-             'predicts the context\'s labels better out of fold ("auto"), or None for none.'),
+             'predicts the context\'s labels better out of fold ("auto"; on a short context whose features leave a '
+             "slot free, the other kind's too, as the last feature), or None for none."),
     "blend": ("bool, default True", "Blend the engine's output with the classical model's own prediction: on a "
               "context split into local parts, at the weight that predicts held-out context rows best; where none are "
               "held out (under 4,096 rows, or a context read whole), at 0.25 (docs/decisions/0024-blend.md)."),

@@ -143,6 +143,13 @@ class InContextBase(FEATBase, ABC):
         members = planned_members(self.n_estimators, rule, runs)
         return plan_reading(n_rows, width, runs, members, self.max_context, size, self.read_budget)
 
+    def _beside(self, n_features: int, held: np.ndarray | None) -> bool:
+        """Whether runs that read n_features features also read the stacked model of the other kind: with `view`
+        "auto", where no context rows are `held` out (a long context's blend, chosen on them, already carries the
+        stacked model's signal: docs/decisions/0022-stacked-model.md), and where a slot is free beside those features
+        and the chosen model's column: never in a feature's place."""
+        return self.view == "auto" and held is None and n_features + 2 <= self._model_width()
+
     def _checked_local_context(self) -> int | str | None:
         """`local_context` and `view`, refused with a message where they are not one of their values."""
         size = self.local_context
@@ -256,13 +263,14 @@ class InContextBase(FEATBase, ABC):
                 read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
                                                                               self._positions(order)[held])
             return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,
-                                              read)
+                                              read, self._beside(len(m.features), held))
                     for cls in self._ovr_classes()}
         mine = {}
         for cls in self._ovr_classes():
             if (cls, power) not in shared:
                 shared[cls, power] = self._fit_run_inputs(np.arange(len(self.context_)), m.features, m.seed, power,
-                                                          cls, detail, classification, steps, "all members")
+                                                          cls, detail, classification, steps, "all members", None,
+                                                          self._beside(len(m.features), held))
             mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
 
@@ -281,18 +289,19 @@ class InContextBase(FEATBase, ABC):
 
     def _fit_run_inputs(self, rows: np.ndarray, features: np.ndarray, seed: int, power: tuple[float, float] | None,
                         cls: int | None, detail: UnclippedRows, classification: bool, steps: StepCounter,
-                        name: str, read: np.ndarray | None = None) -> RunInputs:
+                        name: str, read: np.ndarray | None = None, beside: bool = False) -> RunInputs:
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
         context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`, out of fold for
-        the `read` ones of them (None: all); its start and end reported to `steps` under `name`."""
+        the `read` ones of them (None: all), with `beside` the other kind's model too (`_beside`); its start and end
+        reported to `steps` under `name`."""
         say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}", fit=True)
         if say is not None:
             say(0, 1, "fitting the classical models on the context")
         labels = self._labels(cls)[rows]
         single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
-        inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal,
-                                classification, self.view, seed, power, torch.get_num_threads(), read)
+        inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal, classification, self.view,
+                                seed, power, torch.get_num_threads(), read, beside)
         if say is not None:
             say(1, 1, "classical models fitted")
         return inputs
@@ -343,8 +352,10 @@ class InContextBase(FEATBase, ABC):
         kinds = [v.kind for v in stacked.values()]
         if kinds:
             n_trees = kinds.count("trees")
+            beside = any(r.beside is not None for inputs in self.run_inputs_ for r in inputs.values())
             parts.append(f"a cross-fitted model's prediction as one more feature (boosted trees for {n_trees} of "
-                         f"{len(kinds)} fitted views, the additive model for {len(kinds) - n_trees})")
+                         f"{len(kinds)} fitted views, the additive model for {len(kinds) - n_trees})"
+                         + (", and the other kind's as another" if beside else ""))
         local = self.members_[0].local
         rows = len(self.members_[0].rows)
         parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "

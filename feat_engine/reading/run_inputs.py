@@ -11,7 +11,7 @@ import numpy as np
 
 from ..preprocess import UnclippedRows
 from .power_target import PowerTarget, fit_power_target
-from .stacked_model import StackedModel, fit_stacked_model
+from .stacked_model import StackedModel, fit_stacked_models
 from .target_stats import TargetStats, fit_target_stats
 
 
@@ -23,6 +23,7 @@ class RunInputs:
     stats: TargetStats | None
     stacked: StackedModel | None
     target: PowerTarget | None = None      # the labels' power scale (None: read as they are)
+    beside: StackedModel | None = None     # the other kind's stacked model, read as the last feature (None: none)
 
     def labels(self, y: np.ndarray) -> np.ndarray:
         """The labels the runs read for the member's context labels y."""
@@ -34,46 +35,51 @@ class RunInputs:
 
     def context(self, x_ctx: np.ndarray) -> np.ndarray:
         """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
-        stacked model's column (when there is one), then the member's features with nominal columns as statistics."""
+        stacked model's column (when there is one), then the member's features with nominal columns as statistics,
+        then the other stacked model's column (when there is one)."""
         x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
-        return self._with_stacked(x[:, self.features], None if self.stacked is None else self.stacked.context)
+        return self._with_stacked(x[:, self.features], *[None if v is None else v.context
+                                                          for v in (self.stacked, self.beside)])
 
     def queries(self, x_query: np.ndarray, detail: UnclippedRows) -> np.ndarray:
         """The same for (M, D) standardised query rows and their `detail` (nominal level codes, values before
         the clip); each row's values depend on that row alone."""
         x = x_query if self.stats is None else self.stats.query_matrix(x_query, detail.codes)
-        return self._with_stacked(x[:, self.features], None if self.stacked is None else self.stacked.queries(x, detail))
+        return self._with_stacked(x[:, self.features], *[None if v is None else v.queries(x, detail)
+                                                          for v in (self.stacked, self.beside)])
 
     def reordered(self, rows: np.ndarray, features: np.ndarray) -> "RunInputs":
         """These inputs, fitted on the context rows in table order, for a member that reads those rows in the
         order `rows` (a permutation) and the `features`: the cross-fitted columns follow the rows, the fitted
         encoder, model and power scale are shared."""
         stats = None if self.stats is None else replace(self.stats, context=self.stats.context[rows])
-        stacked = None if self.stacked is None else replace(self.stacked, context=self.stacked.context[rows])
-        return RunInputs(features, stats, stacked, self.target)
+        stacked, beside = (None if v is None else replace(v, context=v.context[rows])
+                           for v in (self.stacked, self.beside))
+        return RunInputs(features, stats, stacked, self.target, beside)
 
     @staticmethod
-    def _with_stacked(x: np.ndarray, stacked: np.ndarray | None) -> np.ndarray:
-        return x if stacked is None else np.column_stack([stacked, x])
+    def _with_stacked(x: np.ndarray, stacked: np.ndarray | None, beside: np.ndarray | None) -> np.ndarray:
+        return np.column_stack([v for v in (stacked, x, beside) if v is not None])
 
 
 def fit_run_inputs(x_ctx: np.ndarray, detail: UnclippedRows, labels: np.ndarray, features: np.ndarray,
                    nominal: np.ndarray, classification: bool, view: str | None, seed: int,
                    power: tuple[float, float] | None = None, threads: int | None = None,
-                   read: np.ndarray | None = None) -> RunInputs:
+                   read: np.ndarray | None = None, beside: bool = False) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
     columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
     are not one target) and one labelling: the statistics, then the stacked model on the context with them
-    (`stacked_model.fit_stacked_model`, on `threads` threads; `view` None for none; out-of-fold values for the rows
-    `read`, None: every row). With `power`, the (origin, scale) of standardised numeric labels, the labels are first
-    put on their power scale, and the stacked model's out-of-fold residuals there (of the rows read) are what its
-    means average over (`power_target.py`)."""
+    (`stacked_model.fit_stacked_models`, on `threads` threads; `view` None for none; out-of-fold values for the rows
+    `read`, None: every row; with `beside`, the other kind's model too, where it loses little more). With `power`,
+    the (origin, scale) of standardised numeric labels, the labels are first put on their power scale, and the
+    stacked model's out-of-fold residuals there (of the rows read) are what its means average over
+    (`power_target.py`)."""
     target = None if power is None else fit_power_target(labels, *power)
     if target is not None:
         labels = target.forward(labels)
     stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    fitted = fit_stacked_model(x, labels, classification, seed, view, detail, nominal, threads, read)
+    fitted, other = fit_stacked_models(x, labels, classification, seed, view, detail, nominal, threads, read, beside)
     if target is not None and fitted is not None:
         target = target.with_residuals(labels - (fitted.context * fitted.std + fitted.mean))
-    return RunInputs(features, stats, fitted, target)
+    return RunInputs(features, stats, fitted, target, other)

@@ -1,9 +1,10 @@
 """The stacked model: a cross-fitted classical model whose prediction the engine reads as one more feature (the
 estimators' `view=` parameter). Two are fitted, an additive model (`fit_additive_model`) and boosted trees
 (`fit_tree_model`), and a run reads the one whose out-of-fold predictions of the context's labels lose less
-(`view="auto"`). Context rows get out-of-fold predictions, so that no row sees its own label, and query rows the
-prediction of the model fitted on the whole context; the column is standardised on the context
-(docs/decisions/0022-stacked-model.md and docs/decisions/0023-tree-model.md)."""
+(`view="auto"`); where the estimator asks (a short context whose run has a feature slot free), it reads the best
+of the other kind too, as one more feature. Context rows get out-of-fold predictions, so that no row sees its own
+label, and query rows the prediction of the model fitted on the whole context; the column is standardised on the
+context (docs/decisions/0022-stacked-model.md and docs/decisions/0023-tree-model.md)."""
 from __future__ import annotations
 
 import warnings
@@ -40,6 +41,8 @@ NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton step
 SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, up to this many
                                  # context rows: there LightGBM's own threads cost more than they give
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
+BESIDE_LOSS = 1.5   # the other kind's model is read beside the chosen one where its out-of-fold loss is at most this
+                    # many times the chosen one's: a column far worse adds noise more than what the chosen one misses
 
 
 def basis(splines: SplineTransformer | None, x: np.ndarray) -> np.ndarray:
@@ -329,17 +332,28 @@ def check_stacked_model(view: str | None) -> None:
         raise FEATInputError(f"view must be one of {', '.join(map(repr, VIEWS))} or None, got {view!r}")
 
 
-def fit_stacked_model(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int, view: str | None = "auto",
-             detail: UnclippedRows | None = None, nominal: np.ndarray | None = None,
-             threads: int | None = None, read: np.ndarray | None = None) -> StackedModel | None:
-    """The stacked model a run reads: `view` "additive" or "trees", or with "auto" whichever of the two has the
-    lower out-of-fold loss on the context's labels; None for `view` None (or where none can be cross-fitted). The
-    trees read the rows' `detail` on `threads` threads (`fit_tree_model`). `read`: the rows whose out-of-fold values
-    a run reads (None: every row; `_cross_fitted`)."""
+def fit_stacked_models(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
+                       view: str | None = "auto", detail: UnclippedRows | None = None,
+                       nominal: np.ndarray | None = None, threads: int | None = None, read: np.ndarray | None = None,
+                       beside: bool = False) -> tuple[StackedModel | None, StackedModel | None]:
+    """The stacked models a run reads: first the one in its view slot, `view` "additive" or "trees", or with "auto"
+    whichever of the two has the lower out-of-fold loss on the context's labels (None for `view` None, or where none
+    can be cross-fitted); then, with `beside` and `view` "auto", the best candidate of the other kind where its
+    out-of-fold loss is at most BESIDE_LOSS times the first one's, fitted on the whole context too, which the run
+    reads as one more feature (else None). The engine reads a column through its own calibration, and the two kinds
+    see different things (sums of small effects, thresholds), so the one that loses more still adds what the first
+    misses (docs/decisions/0022-stacked-model.md). The trees read the rows' `detail` on `threads` threads
+    (`fit_tree_model`). `read`: the rows whose out-of-fold values a run reads (None: every row; `_cross_fitted`)."""
     check_stacked_model(view)
     if view is None:
-        return None
+        return None, None
     fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed, read),
             "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads, read)]}
     kinds = ("additive", "trees") if view == "auto" else (view,)
-    return _chosen([v for k in kinds for v in fits[k]()])
+    candidates = [v for k in kinds for v in fits[k]() if v is not None]
+    chosen = _chosen(candidates)
+    other = min((v for v in candidates if chosen is not None and v.kind != chosen.kind), key=lambda v: v.loss,
+                default=None)
+    if not beside or view != "auto" or other is None or other.loss > BESIDE_LOSS * chosen.loss:
+        return chosen, None
+    return chosen, other.fitted()
