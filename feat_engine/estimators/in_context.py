@@ -257,20 +257,21 @@ class InContextBase(FEATBase, ABC):
         (not `alone`) takes the fit per labelling and power scale in `shared`, made by the first member that needs
         it and reordered to its rows; others fit their own (docs/decisions/0025-fitted-once.md)."""
         power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
+        beside = self._beside(len(m.features), held)
         if alone:
             own, read = detail[order], None
             if len(m.rows) < len(self.context_):
                 read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
                                                                               self._positions(order)[held])
             return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,
-                                              read, self._beside(len(m.features), held))
+                                              read, beside)
                     for cls in self._ovr_classes()}
         mine = {}
         for cls in self._ovr_classes():
             if (cls, power) not in shared:
                 shared[cls, power] = self._fit_run_inputs(np.arange(len(self.context_)), m.features, m.seed, power,
                                                           cls, detail, classification, steps, "all members", None,
-                                                          self._beside(len(m.features), held))
+                                                          beside)
             mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
 

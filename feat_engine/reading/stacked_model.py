@@ -352,8 +352,7 @@ def fit_stacked_models(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
     kinds = ("additive", "trees") if view == "auto" else (view,)
     candidates = [v for k in kinds for v in fits[k]() if v is not None]
     chosen = _chosen(candidates)
-    other = min((v for v in candidates if chosen is not None and v.kind != chosen.kind), key=lambda v: v.loss,
-                default=None)
-    if not beside or view != "auto" or other is None or other.loss > BESIDE_LOSS * chosen.loss:
+    other = min((v for v in candidates if beside and v.kind != chosen.kind), key=lambda v: v.loss, default=None)
+    if other is None or other.loss > BESIDE_LOSS * chosen.loss:
         return chosen, None
     return chosen, other.fitted()
