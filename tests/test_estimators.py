@@ -343,6 +343,29 @@ def test_imputer_fills_missing_marks_of_text_numbers_in_the_columns_format():
     pd.testing.assert_frame_equal(out.drop(index=[3, 5, 7, 9, 11]), df.drop(index=[3, 5, 7, 9, 11]))
 
 
+def test_rows_given_as_an_array_after_a_dataframe_context_are_read_by_position():
+    """As in scikit-learn, an array of query rows for a context given as a DataFrame is read column by column in
+    the context's order, with its warning that X has no feature names: the same predictions, and the same filled
+    cells from the imputer, whose chained fits read the array's cells (Python objects) as the context's dtypes."""
+    rng = np.random.default_rng(0)
+    n = 160
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": pd.Categorical(rng.choice(["u", "v", "w"], n)),
+                      "c": rng.integers(0, 9, n), "d": pd.date_range("2020-01-01", periods=n)})
+    y = np.where(X["a"] + (X["b"] == "u") + rng.normal(size=n) > 0.5, "pos", "neg")
+    est = FEATClassifier(n_estimators=1).fit(X.iloc[:120], y[:120])
+    rows = X.iloc[120:]
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        np.testing.assert_array_equal(est.predict_proba(rows.to_numpy()), est.predict_proba(rows))
+    with pytest.raises(FEATInputError, match="X has 3 features, but FEATClassifier is expecting 4"):
+        est.predict(rows.to_numpy()[:, :3])
+    holes = X.assign(a=X["a"].mask(rng.uniform(size=n) < 0.2), c=X["c"].mask(rng.uniform(size=n) < 0.2))
+    imp = FEATImputer().fit(holes.iloc[:120])
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        filled = imp.transform(holes.iloc[120:].to_numpy())
+    np.testing.assert_array_equal(filled[:, [0, 2]].astype(float),
+                                  imp.transform(holes.iloc[120:])[["a", "c"]].to_numpy(float))
+
+
 def test_chained_imputer_predicts_each_column_in_context():
     """A column that is a function of another comes back far closer than its mean would, a
     categorical one as its true labels, and a column with more levels than the head reads keeps

@@ -141,8 +141,10 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
                        "ratio": [f"{v % 7:.0f},5" for v in x],         # a decimal comma in a comma file: text
                        "temp": ["?" if i % 4 == 0 else f"{v / 100:.1f}" for i, v in enumerate(x)],   # "?": missing
                        "day": ["-" if i % 4 == 0 else f"{1 + i % 28:02d}/03/2024" for i in range(len(x))]})
-    with pytest.warns(FEATDataWarning, match=r"'price' holds numbers such as '\$"):
+    with pytest.warns(FEATDataWarning, match=r"'price' holds numbers such as '\$") as notes:
         pre = TablePreprocessor().fit(df)
+    # the example is a value read as a number, not the "?" the column opens with
+    assert f"'temp' holds numbers such as '{x[1] / 100:.1f}'" in " ".join(str(w.message) for w in notes)
     assert [(c.kind, c.number_format) for c in pre.plan_] == [
         ("numeric", "${:,.2f}"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
         ("categorical", None), ("numeric", "{:.1f}"), ("datetime", None)]

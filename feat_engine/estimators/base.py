@@ -118,14 +118,16 @@ class FEATBase(BaseEstimator):
 
     def _query_frame(self, X: Any, what: str) -> pd.DataFrame:
         """Rows to predict or impute as a DataFrame: a DataFrame's columns are matched to the context's
-        by name, in any order (the message names those at fault), then scikit-learn checks the number
-        of features ("X has 1 features, but ... is expecting 4 features as input")."""
+        by name, in any order (the message names those at fault), an array's by position; then scikit-learn
+        checks the number of features ("X has 1 features, but ... is expecting 4 features as input")."""
         frame = as_frame(X, what)
         if isinstance(X, pd.DataFrame):
             frame = self.preprocessor_.check_columns(frame, what)
         with sklearn_words(what):
             validate_data(self, _names_sklearn_takes(frame), reset=False, skip_check_array=True)
-        return frame
+        # an array for a context given as a DataFrame: its columns in the context's order, as scikit-learn reads
+        # it (it warns that X has no feature names)
+        return frame if isinstance(X, pd.DataFrame) else frame.set_axis(self.preprocessor_.columns_, axis=1)
 
     def _fit_features(self, X: pd.DataFrame) -> UnclippedRows:
         """Fit the preprocessor on the context X and keep its matrix; returns the rows' detail beside it."""

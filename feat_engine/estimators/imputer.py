@@ -113,7 +113,7 @@ class FEATImputer(TransformerMixin, FEATBase):
             z = self._reconstruct(table)[len(table) - len(xz):]
         if chained:
             self._fill_chained(z, confidence, frame, chained,
-                               frame if same else pd.concat([self.frame_, frame], ignore_index=True))
+                               frame if same else _typed_like(pd.concat([self.frame_, frame], ignore_index=True), self.frame_))
         out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
@@ -140,7 +140,8 @@ class FEATImputer(TransformerMixin, FEATBase):
     def _fill_chained(self, z: np.ndarray, sure: pd.DataFrame, frame: pd.DataFrame, columns: list,
                       table: pd.DataFrame) -> None:
         """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells, and into
-        `sure` how sure FEAT is of each. table: the context rows (the fitted rows and frame's, or frame alone)."""
+        `sure` how sure FEAT is of each. table: the context rows (the fitted rows and frame's, or frame alone), frame's
+        last; the fits and their queries read it."""
         pre = self.preprocessor_
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
@@ -156,7 +157,7 @@ class FEATImputer(TransformerMixin, FEATBase):
             rows = np.flatnonzero(frame[c.name].isna().to_numpy())
             y = target[known]
             X = table.loc[known, [n for n in usable if n != c.name]]
-            query = frame.iloc[rows][[n for n in usable if n != c.name]]
+            query = table.iloc[len(table) - len(frame) + rows][[n for n in usable if n != c.name]]
             kw = dict(n_estimators=self.n_estimators or COLUMN_MEMBERS, random_state=self.random_state, device=self.device,
                       max_context=self.max_context, max_features=self.max_features, checkpoint=self.checkpoint,
                       progress=say[c.name], precision=self.precision, read_budget=share)
@@ -262,3 +263,21 @@ def _draws(proba: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cum = np.cumsum(proba, axis=1)
     u = rng.random(len(proba)) * cum[:, -1]
     return np.minimum((cum < u[:, None]).sum(axis=1), proba.shape[1] - 1)
+
+
+def _typed_like(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+    """table with each column that holds Python objects where `like`'s holds numbers, dates or categories (query
+    rows given as an array, concatenated to the fitted table) read as `like` holds it: the chained fits then type
+    their columns as at fit, whatever container the rows came in (missing: what the column cannot read)."""
+    out = table.copy()
+    for c in like.columns:
+        kind = like[c].dtype
+        if out[c].dtype != object or kind == object:
+            continue
+        if isinstance(kind, pd.CategoricalDtype):
+            out[c] = pd.Categorical(out[c], categories=kind.categories, ordered=kind.ordered)
+        elif pd.api.types.is_datetime64_any_dtype(kind):
+            out[c] = pd.to_datetime(out[c], errors="coerce")
+        elif pd.api.types.is_numeric_dtype(kind) and not pd.api.types.is_bool_dtype(kind):
+            out[c] = pd.to_numeric(out[c], errors="coerce")
+    return out

@@ -189,7 +189,7 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
     shape = number_format(s) if text and kind == "numeric" else None
     if text:
         how = f"dates ({fmt})" if kind == "datetime" else \
-            "numbers" + (f" such as {str(observed.iloc[0]).strip()!r}" if shape else "")
+            "numbers" + (f" such as {str(s[parsed.notna()].iloc[0]).strip()!r}" if shape else "")
         warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
                       FEATDataWarning, stacklevel=4)
     if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
