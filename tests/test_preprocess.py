@@ -238,6 +238,22 @@ def test_regression_target_scaling_and_errors():
     assert np.array_equal(const.inverse_transform(np.array([-0.1, 0.0, 0.4])), [3.0, 3.0, 3.0])
 
 
+def test_a_target_value_that_sets_the_scale_alone_is_named():
+    """A typo of 1e9 among 300 prices of spread 10 is named with its row; a clean target, a heavy-tailed one (a
+    log-normal income of 2,000 rows) and a short one are not."""
+    rng = np.random.default_rng(0)
+    price = pd.Series(10 * rng.normal(size=300) + 50, name="price", index=np.arange(300) + 100)
+    typo = price.copy()
+    typo[105] = 1e9
+    with pytest.warns(FEATDataWarning, match=r"target 'price': the context row 105 holds 1e\+09, far outside the "
+                                             r"others \(\d+\.?\d* to \d+\.?\d*\)"):
+        TargetScaler().fit(typo)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FEATDataWarning)
+        for clean in (price, pd.Series(rng.lognormal(0, 1, 2000)), typo[:19]):
+            TargetScaler().fit(clean)
+
+
 def test_target_rows():
     with pytest.warns(FEATDataWarning, match="dropped 1 context rows"):
         keep = target_rows(pd.Series([1.0, np.nan, 2.0]), 3)
