@@ -31,6 +31,25 @@ def nearest_row_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):
     return RunResult(logits=logits, pred=None, recon=None, attention=None)
 
 
+def test_the_blend_reads_the_stacked_models_prediction_the_runs_its_clipped_column():
+    """A target of 1 with 1,000 on one row in a hundred, which a feature marks: the additive model predicts several
+    hundred there, past 5 deviations of its out-of-fold predictions. The runs read its column clipped to +-CLIP, as
+    every feature; the blend reads the prediction itself (it read the clipped column, and a heavy-tailed table's
+    largest values were cut: eq_passengercars' R2 0.66 against LightGBM's 0.98, docs/decisions/0024-blend.md)."""
+    rng = np.random.default_rng(0)
+    flag = (np.arange(400) % 100 == 0).astype(float)
+    X = np.column_stack([flag, rng.normal(size=400)])
+    y = 1 + 999 * flag + 0.1 * rng.normal(size=400)
+    est = FEATRegressor(n_estimators=1, view="additive").fit(X[:300], y[:300])
+    xq, detail, _ = est._query_rows(X[300:])
+    mats = est._run_matrices(est.members_[0], None, xq, detail, None)
+    stacked = est.run_inputs_[0][None].stacked
+    z = stacked.queries(xq, detail)
+    assert stacked.context.max() > CLIP and z.max() > CLIP
+    assert np.abs(mats.context[:, 0]).max() <= CLIP and np.abs(mats.queries[:, 0]).max() <= CLIP
+    np.testing.assert_allclose(mats.stacked, z * stacked.std + stacked.mean, rtol=1e-6)
+
+
 def test_blend_formulas_and_held_out_share():
     p, s = np.array([0.2, 0.9, 0.5]), np.array([2.0, np.nan, -1.0])
     np.testing.assert_array_equal(blend_probability(p, s, 0.0), p)

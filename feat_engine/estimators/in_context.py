@@ -412,9 +412,8 @@ class InContextBase(FEATBase, ABC):
         out of the parts: they read their cross-fitted values, whether the member reads them or not."""
         inputs, order = self.run_inputs_[m.index][cls], self._fit_order(m)
         every = inputs.context(self.context_[order])            # the context rows' values, out of fold
-        ctx, q = every[:len(m.rows)], inputs.queries(xq, detail)
-        if held is not None:
-            q = every[self._positions(order)[held]]
-        stacked = inputs.stacked
+        q = inputs.queries(xq, detail) if held is None else every[self._positions(order)[held]]
+        stacked = inputs.stacked       # the blend reads its prediction as it is; the runs, its column clipped
         own = np.full(len(q), np.nan) if stacked is None else q[:, 0] * stacked.std + stacked.mean
-        return RunMatrices(ctx, inputs.labels(self._labels(cls)[m.rows]), q, own)
+        return RunMatrices(inputs.clipped(every)[:len(m.rows)], inputs.labels(self._labels(cls)[m.rows]),
+                           inputs.clipped(q), own)

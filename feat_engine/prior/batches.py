@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..config import PriorConfig
-from ..preprocess import standardise
+from ..preprocess import CLIP, standardise
 from ..reading.members import ranked_features
 from ..reading.quantile_transform import quantile_normal
 from ..reading.relevance import relevance
@@ -158,7 +158,7 @@ def _with_view(Xs: np.ndarray, y: np.ndarray, n_ctx: int, task: str, seed: int) 
     col = np.zeros(len(Xs), np.float32)
     if view is not None:
         col[:n_ctx], col[n_ctx:] = view.context, view.queries(Xs[n_ctx:])
-    return np.column_stack([col, Xs])
+    return np.column_stack([np.clip(col, -CLIP, CLIP), Xs])
 
 
 def _one_vs_rest(y: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:

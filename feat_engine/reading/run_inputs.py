@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..preprocess import UnclippedRows
+from ..preprocess import CLIP, UnclippedRows
 from .power_target import PowerTarget, fit_power_target
 from .stacked_model import StackedModel, fit_stacked_models
 from .target_stats import TargetStats, fit_target_stats
@@ -34,9 +34,9 @@ class RunInputs:
         return pred if self.target is None else self.target.mean_of(pred)
 
     def context(self, x_ctx: np.ndarray) -> np.ndarray:
-        """The (N, width) matrix the runs read for the member's standardised (N, D) context rows: the
-        stacked model's column (when there is one), then the member's features with nominal columns as statistics,
-        then the other stacked model's column (when there is one)."""
+        """The (N, width) matrix of the member's standardised (N, D) context rows: the stacked model's column (when
+        there is one), then the member's features with nominal columns as statistics, then the other stacked model's
+        column (when there is one); the stacked models' columns as they predict, which `clipped` makes the runs'."""
         x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
         return self._with_stacked(x[:, self.features], *[None if v is None else v.context
                                                           for v in (self.stacked, self.beside)])
@@ -56,6 +56,15 @@ class RunInputs:
         stacked, beside = (None if v is None else replace(v, context=v.context[rows])
                            for v in (self.stacked, self.beside))
         return RunInputs(features, stats, stacked, self.target, beside)
+
+    def clipped(self, matrix: np.ndarray) -> np.ndarray:
+        """`context`'s or `queries`' matrix as the runs read it, in place: the stacked models' columns clipped to
+        +-CLIP, as the features are. The blend reads the stacked model's prediction itself: clipped, the largest
+        predictions of a heavy-tailed target were cut to 5 deviations (docs/decisions/0024-blend.md)."""
+        for j, model in ((0, self.stacked), (matrix.shape[1] - 1, self.beside)):
+            if model is not None:
+                np.clip(matrix[:, j], -CLIP, CLIP, out=matrix[:, j])
+        return matrix
 
     @staticmethod
     def _with_stacked(x: np.ndarray, stacked: np.ndarray | None, beside: np.ndarray | None) -> np.ndarray:

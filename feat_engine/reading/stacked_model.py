@@ -20,7 +20,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.preprocessing import SplineTransformer
 
 from ..errors import FEATInputError
-from ..preprocess import CLIP, UnclippedRows
+from ..preprocess import UnclippedRows
 from .read_budget import READ_CELLS
 
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
@@ -70,7 +70,7 @@ class StackedModel:
     A candidate holds its out-of-fold predictions only; `fitted` makes the whole-context fit of the one chosen."""
 
     kind: str                                 # "additive" or "trees"
-    context: np.ndarray                       # (N,) out-of-fold predictions, standardised (float32)
+    context: np.ndarray                       # (N,) out-of-fold predictions, standardised, not clipped (float32)
     design: Callable[[np.ndarray], np.ndarray] | None   # the model's inputs from standardised rows (None: as they are)
     model: Any                                # fitted on every context row (None until `fitted`)
     mean: float                               # statistics of the out-of-fold predictions
@@ -87,8 +87,9 @@ class StackedModel:
         return self
 
     def queries(self, x_query: np.ndarray, detail: UnclippedRows | None = None) -> np.ndarray:
-        """(M,) the stacked model's column for the (M, D) standardised query rows (with their `detail` where the
-        model reads it): each row's value depends on that row alone, to the bit: the rows are scored in blocks of
+        """(M,) the stacked model's prediction for the (M, D) standardised query rows (with their `detail` where the
+        model reads it), standardised by its out-of-fold predictions' mean and deviation and not clipped (the runs
+        clip their column: `RunInputs.clipped`). Each row's value depends on that row alone, to the bit: the rows are scored in blocks of
         QUERY_ROWS, the last padded with copies of its last row, so that every row meets the same matrix kernels
         (scored as they came, a ridge's float32 score moved by 1.2e-7 with the number of rows beside it:
         docs/decisions/0001-query-rows-only-read.md)."""
@@ -99,7 +100,7 @@ class StackedModel:
         pad = np.concatenate([design, np.repeat(design[-1:], -m % QUERY_ROWS, axis=0)]) if m else design
         s = np.concatenate([_score(self.model, pad[i:i + QUERY_ROWS]) for i in range(0, len(pad), QUERY_ROWS)]
                            or [np.empty(0)])[:m]
-        return np.clip((s - self.mean) / self.std, -CLIP, CLIP).astype(np.float32)
+        return ((s - self.mean) / self.std).astype(np.float32)
 
 
 @dataclass
@@ -180,7 +181,7 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     mean, std = float(known.mean()), float(known.std())
     std = std if std > 0 else 1.0
     whole = np.arange(len(y))
-    return StackedModel(kind, np.clip((s - mean) / std, -CLIP, CLIP).astype(np.float32), transform, None, mean, std,
+    return StackedModel(kind, ((s - mean) / std).astype(np.float32), transform, None, mean, std,
                         _loss(known, np.asarray(y if read is None else y[read], dtype=float), classification),
                         fit_whole=lambda: fitted(rows_read(whole), threads))
 
