@@ -112,8 +112,8 @@ class FEATImputer(TransformerMixin, FEATBase):
             table = xz if same else np.vstack([self.context_, xz])
             z = self._reconstruct(table)[len(table) - len(xz):]
         if chained:
-            self._fill_chained(z, confidence, frame, chained,
-                               frame if same else _typed_like(pd.concat([self.frame_, frame], ignore_index=True), self.frame_))
+            rows = frame if same else _typed_like(pd.concat([self.frame_, frame], ignore_index=True), self.frame_)
+            self._fill_chained(z, confidence, frame, chained, rows)
         out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
