@@ -268,12 +268,14 @@ def _draws(proba: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def _typed_like(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     """table with each column that holds Python objects where `like`'s holds numbers, dates or categories (query
     rows given as an array, concatenated to the fitted table) read as `like` holds it: the chained fits then type
-    their columns as at fit, whatever container the rows came in (missing: what the column cannot read)."""
-    out = table.copy()
+    their columns as at fit, whatever container the rows came in (missing: what the column cannot read); table
+    itself where every column already is."""
+    out = table
     for c in like.columns:
         kind = like[c].dtype
         if out[c].dtype != object or kind == object:
             continue
+        out = table.copy() if out is table else out
         if isinstance(kind, pd.CategoricalDtype):
             out[c] = pd.Categorical(out[c], categories=kind.categories, ordered=kind.ordered)
         elif pd.api.types.is_datetime64_any_dtype(kind):

@@ -91,8 +91,8 @@ class StackedModel:
         model reads it), standardised by its out-of-fold predictions' mean and deviation and not clipped (the runs
         clip their column: `RunInputs.clipped`). Each row's value depends on that row alone, to the bit: the rows
         are scored in blocks of QUERY_ROWS, the last padded with copies of its last row, so that every row meets the
-        same matrix kernels (scored as they came, a ridge's float32 score moved by 1.2e-7 with the number of rows beside it:
-        docs/decisions/0001-query-rows-only-read.md)."""
+        same matrix kernels (scored as they came, a ridge's float32 score moved by 1.2e-7 with the number of rows
+        beside it: docs/decisions/0001-query-rows-only-read.md)."""
         if self.rows is not None:
             x_query = self.rows.matrix(x_query, detail)
         design = x_query if self.design is None else self.design(x_query)
