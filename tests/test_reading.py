@@ -1,5 +1,7 @@
 """What the estimators hand the model: target statistics for nominal columns, relevance-ranked
 features for wide tables, local contexts for long ones, and query independence through each."""
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,8 @@ from feat_engine.errors import FEATInputError
 from feat_engine.estimators import in_context
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import TablePreprocessor, standardise
+from feat_engine.errors import FEATDataWarning
+from feat_engine.reading import coded_levels
 from feat_engine.reading.blend import blend_prediction
 from feat_engine.reading.context_size import HOLDOUT, WHOLE_ROWS, choose_local_context
 from feat_engine.reading.local_parts import GROUP, OVERLAP, local_contexts
@@ -56,6 +60,42 @@ def test_only_unordered_many_level_categoricals_are_nominal():
     codes = pre.nominal_codes(pd.concat([q, X.iloc[[0]]], ignore_index=True))
     assert codes[0, 0] == 3 and codes[1, 0] == -1          # unseen level -> -1
     assert np.isnan(pre.nominal_codes(X)[0, 0])             # row 0's state is missing
+
+
+def panel_table(n=600, units=60, seed=0):
+    """Rows of units that recur (an id in no order the target follows, whose unit sets most of the target), a
+    whole-number age with a smooth effect, and whole numbers of noise."""
+    rng = np.random.default_rng(seed)
+    unit = rng.integers(0, units, n)
+    X = pd.DataFrame({"unit": rng.permutation(10 * units)[:units][unit] + 100, "age": rng.integers(18, 80, n),
+                      "noise": rng.integers(0, 40, n)})
+    y = rng.normal(scale=2.0, size=units)[unit] + 0.05 * X["age"].to_numpy() + rng.normal(scale=0.3, size=n)
+    return X, y
+
+
+def test_whole_numbers_whose_levels_tell_more_than_their_order_are_read_again_as_levels(monkeypatch):
+    X, y = panel_table()
+    Y = coded_levels.targets(y, classification=False)
+    gains = [coded_levels.level_gain(X[c].to_numpy(float), Y, seed=0) for c in X.columns]
+    assert gains[0] >= coded_levels.MIN_GAIN > max(gains[1:])
+    assert coded_levels.targets(np.repeat([0, 1, 2], 5), classification=True).shape == (15, 3)
+    assert coded_levels.targets(np.repeat([0, 1], 5), classification=True).shape == (10, 1)
+    q = X.iloc[480:].copy()
+    q.iloc[0, 0] = 99_999                                   # a unit the context never had: no note, the mean
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FEATDataWarning)
+        est = FEATRegressor(n_estimators=1).fit(X.iloc[:480], y[:480])
+        pred = est.predict(q)
+    assert est.preprocessor_.feature_names_ == ["unit", "unit (levels)", "age", "noise"]
+    assert "(unit (levels))" in est.reading_
+    from app.engine import what_feat_did
+    assert any("'unit' both as a number and as a category" in line for line in what_feat_did(est))
+    np.testing.assert_allclose(est.predict(q.iloc[:3]), pred[:3], rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(coded_levels, "MIN_GAIN", np.inf)
+    alone = FEATRegressor(n_estimators=1).fit(X.iloc[:480], y[:480])
+    assert alone.preprocessor_.feature_names_ == ["unit", "age", "noise"]
+    mse = lambda p: float(np.mean((p - y[480:])[1:] ** 2))
+    assert mse(pred) < 0.5 * mse(alone.predict(q))
 
 
 def test_target_stats_are_cross_fitted_and_queries_get_level_means():

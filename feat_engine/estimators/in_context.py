@@ -18,6 +18,7 @@ from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
 from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows, prior_blend
+from ..reading.coded_levels import coded_level_columns
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
@@ -92,7 +93,7 @@ class InContextBase(FEATBase, ABC):
         size = self._checked_local_context()
         order = content_order(X, y)
         X, y = X.iloc[order], np.asarray(y)[order]
-        detail = self._fit_features(X)
+        detail = self._fit_levels(X, y, classification, self._fit_features(X))
         for note in giveaways(self.context_, y, classification, self.preprocessor_.nominal_,
                               self.preprocessor_.feature_names_):
             warnings.warn(note, FEATDataWarning, stacklevel=3)
@@ -130,6 +131,24 @@ class InContextBase(FEATBase, ABC):
         else:
             self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
         self.reading_ = self._describe_reading()
+
+    def _fit_levels(self, X: pd.DataFrame, y: np.ndarray, classification: bool,
+                    detail: UnclippedRows) -> UnclippedRows:
+        """Read the whole-number columns of the context X whose levels tell more about the targets y than their
+        order a second time, as nominal levels (`coded_levels.py`); returns the rows' detail (`detail` where there
+        are none)."""
+        pre = self.preprocessor_
+        whole = [c for c in pre.plan_ if c.kind == "numeric" and c.integer]
+        if not whole:
+            return detail
+        values = np.column_stack([c.encode(X[c.name])[:, 0] for c in whole])
+        coded = coded_level_columns(values, list(range(len(whole))), y, classification, self.random_state)
+        if not coded:
+            return detail
+        pre.add_levels(X, [whole[j].name for j in coded])
+        detail = pre.detail(X, "context")
+        self.context_ = detail.clipped()
+        return detail
 
     def read_plan(self, n_rows: int, n_features: int, runs: int = 1) -> ReadPlan:
         """What `fit` reads of a context of n_rows labelled rows and n_features features (after preprocessing) whose
@@ -348,6 +367,10 @@ class InContextBase(FEATBase, ABC):
                  f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
                  f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
+        levels = [str(c.name) for c in self.preprocessor_.plan_ if c.levels]
+        if levels:
+            parts.append(f"whole numbers read both as numbers and as categories, their values telling more about the "
+                         f"target than their order: {', '.join(levels[:5])}{', ...' if len(levels) > 5 else ''}")
         stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values()
                    if r.stacked is not None}
         kinds = [v.kind for v in stacked.values()]

@@ -104,7 +104,7 @@ def _unreadable_note(bad: pd.Series, kind: str) -> str:
 def _column_marks(c: ColumnPlan) -> set[str]:
     """The marks column c reads as missing: all of `MISSING_MARKS` in numbers or dates written as text, the marks
     no category is named (`CATEGORY_MARKS`) in categories, none in numbers."""
-    return MISSING_MARKS if c.text else CATEGORY_MARKS if c.kind == "categorical" else set()
+    return MISSING_MARKS if c.text else CATEGORY_MARKS if c.kind == "categorical" and not c.levels else set()
 
 
 def numbers(s: pd.Series) -> np.ndarray:
@@ -140,16 +140,25 @@ class ColumnPlan:
     text: bool = False                         # numbers or dates given as text (date_format for dates)
     date_format: str | None = None
     number_format: str | None = None           # numbers given as text with signs or grouping (`number_format`)
+    levels: bool = False                       # a whole-number column's values read again as nominal levels
 
     def features(self) -> list[str]:
+        if self.levels:
+            return [f"{self.name} (levels)"]
         return [f"{self.name}.{p}" for p in self.parts] if self.kind == "datetime" else [str(self.name)]
+
+    def codes(self, s: pd.Series) -> np.ndarray:
+        """(N,) float64 level codes of a categorical column, -1 for a level the context never saw (missing too)."""
+        if self.levels:
+            s = pd.Series(numbers(parse_numbers(s) if self.text else s))
+        return self.categories.get_indexer(s).astype(np.float64)
 
     def encode(self, s: pd.Series) -> np.ndarray:
         """(N, n_features) float64, unscaled, NaN for missing / unseen."""
         if self.kind == "numeric":
             return numbers(parse_numbers(s) if self.text else s)[:, None]
         if self.kind == "categorical":
-            codes = self.categories.get_indexer(s).astype(np.float64)     # -1: missing or unseen
+            codes = self.codes(s)                                         # -1: missing or unseen
             codes[codes < 0] = np.nan
             return codes[:, None]
         if self.date_format is not None:
@@ -255,6 +264,21 @@ class TablePreprocessor:
         self.std_ = np.nanstd(raw, axis=0)
         return self
 
+    def add_levels(self, X: pd.DataFrame, names: list[Hashable]) -> "TablePreprocessor":
+        """Read the whole-number columns `names` of the context X twice: as numbers, and right after each as its
+        levels, a nominal feature "name (levels)" (`reading/coded_levels.py`)."""
+        plan = []
+        for c in self.plan_:
+            plan.append(c)
+            if c.name in names and not c.levels:
+                values = np.unique(c.encode(X[c.name])[:, 0])
+                plan.append(ColumnPlan(c.name, "categorical", categories=pd.Index(values[np.isfinite(values)]),
+                                       nominal=True, text=c.text, levels=True))
+        self.plan_ = plan
+        raw = self._encode(self.check_columns(X, "context"), "context")
+        self.mean_, self.std_ = np.nanmean(raw, axis=0), np.nanstd(raw, axis=0)
+        return self
+
     @property
     def feature_names_(self) -> list[str]:
         return [f for c in self.plan_ for f in c.features()]
@@ -276,7 +300,7 @@ class TablePreprocessor:
         out = np.empty((len(X), len(cols)))
         for j, c in enumerate(cols):
             with readable_cells(c.name, what):
-                out[:, j] = c.categories.get_indexer(X[c.name])
+                out[:, j] = c.codes(X[c.name])
             out[X[c.name].isna().to_numpy(), j] = np.nan
             unseen = out[:, j] < 0                      # a mark is no level: read among the unseen alone
             if unseen.any():
@@ -286,9 +310,12 @@ class TablePreprocessor:
     def warn_unreadable(self, X: pd.DataFrame, encoded: np.ndarray, what: str) -> None:
         """A FEATDataWarning per column of X whose given values its encoding (`encoded`: X's rows as
         `encode` or `transform` gave them) reads as missing: text in a numeric column, a value that is not a
-        date in a date column, a level the context never had in a categorical column."""
+        date in a date column, a level the context never had in a categorical column (a number's levels: none)."""
         j = 0
         for c in self.plan_:
+            if c.levels:                                                # a new value of a number is no fault
+                j += 1
+                continue
             s = X[c.name]
             bad = s.notna().to_numpy() & np.isnan(encoded[:, j])        # a column's first feature: NaN if any is
             marks = _column_marks(c)
@@ -358,7 +385,7 @@ class TablePreprocessor:
             k = len(c.features())
             s = X[c.name]
             nan = s.isna().to_numpy()
-            if nan.any():
+            if nan.any() and not c.levels:                # a number's levels: the number itself is filled
                 out[c.name] = _fill(s, nan, _decode(c, raw[:, j:j + k], self.mean_[j:j + k], self.std_[j:j + k]))
             j += k
         for name, value in self.constants_.items():

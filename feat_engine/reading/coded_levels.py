@@ -1,0 +1,69 @@
+"""Whole-number columns whose levels tell more about the target than their order: the id of a unit that recurs
+(a firm, a school, a patient in panel data) or a category written as a number. Measured on the context alone:
+the cross-fitted squared error of the column's levels (scikit-learn's `TargetEncoder`, as `target_stats.py`)
+against that of a small tree on its value (at most LEAVES leaves: what the order can tell) or of no feature at
+all. Where the levels' error is lower by MIN_GAIN of the target's variance, the column is read twice: as the number,
+and as nominal levels with target statistics (docs/decisions/0044-whole-number-levels.md)."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import KFold, cross_val_predict
+from sklearn.preprocessing import TargetEncoder
+from sklearn.tree import DecisionTreeRegressor
+
+from .target_stats import CV
+
+MIN_GAIN = 0.05        # share of the target's variance the levels must explain beyond the order
+LEAVES = 16            # leaves of the tree that reads the column's order
+MIN_LEAF = 10          # rows per leaf of that tree
+MIN_LEVELS = 3         # columns of fewer distinct values are read as numbers alone
+MAX_ROWS = 50_000      # context rows the errors are measured on, so that the cost does not grow with the table
+MAX_CLASSES = 20       # the most frequent classes whose indicators stand for a many-class target
+
+
+def targets(y: np.ndarray, classification: bool) -> np.ndarray:
+    """(N, T) what the errors are measured on: the standardised target, or the indicators of the classes (one
+    column for two classes; the MAX_CLASSES most frequent and one for the rest where there are more)."""
+    if not classification:
+        y = np.asarray(y, dtype=np.float64)
+        return ((y - y.mean()) / (y.std() or 1.0))[:, None]
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    rank = np.argsort(np.argsort(-counts, kind="stable"))           # 0 for the most frequent class
+    indicators = np.eye(min(len(classes), MAX_CLASSES + 1))[np.minimum(rank[inverse], MAX_CLASSES)]
+    return indicators[:, 1:] if len(classes) == 2 else indicators
+
+
+def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
+    """Share of the variance of the targets Y (N, T) that the levels of the whole numbers v (N,) explain beyond
+    their order, out of fold: (min(tree's error, variance) - levels' error) / variance, summed over Y's columns.
+    NaN rows are left out; NaN with fewer than MIN_LEVELS levels or 2 * CV rows."""
+    seen = np.isfinite(v)
+    v, Y = v[seen], Y[seen]
+    levels = np.unique(v, return_inverse=True)[1]
+    if len(v) < 2 * CV or levels.max(initial=-1) + 1 < MIN_LEVELS:
+        return np.nan
+    folds = KFold(CV, shuffle=True, random_state=seed)
+    variance = Y.var(axis=0).sum()
+    if variance <= 0:
+        return np.nan
+    tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES, min_samples_leaf=MIN_LEAF, random_state=seed)
+    by_order = cross_val_predict(tree, v[:, None], Y, cv=folds).reshape(Y.shape)
+    if Y.shape[1] == 1:
+        by_levels = TargetEncoder(target_type="continuous", cv=folds).fit_transform(levels[:, None], Y[:, 0])
+    else:                                          # Y one-hot: the classes' statistics in one fit
+        encoder, by_levels = TargetEncoder(target_type="multiclass", cv=folds), np.zeros_like(Y)
+        by_levels[:, np.unique(Y.argmax(axis=1))] = encoder.fit_transform(levels[:, None], Y.argmax(axis=1))
+    order_error = min(((by_order - Y) ** 2).mean(axis=0).sum(), variance)
+    return float((order_error - ((by_levels - Y) ** 2).mean(axis=0).sum()) / variance)
+
+
+def coded_level_columns(values: np.ndarray, candidates: list[int], y: np.ndarray, classification: bool,
+                        seed: int | None) -> list[int]:
+    """The `candidates` (columns of the unscaled (N, D) context `values` that hold whole numbers) whose levels
+    explain at least MIN_GAIN of the target's variance beyond their order (`level_gain`), measured on at most
+    MAX_ROWS context rows drawn with `seed`."""
+    if not candidates:
+        return []
+    rows = np.random.default_rng(seed).permutation(len(values))[:MAX_ROWS]
+    Y = targets(np.asarray(y)[rows], classification)
+    return [j for j in candidates if level_gain(values[rows, j], Y, seed) >= MIN_GAIN]
