@@ -126,6 +126,9 @@ def test_relevance_ranks_informative_features_first():
     assert set(np.argsort(-r)[:2]) == {1, 4}
     labels = (x[:, 2] > 0).astype(int)
     assert np.argmax(relevance(x, labels, True, np.array([], int), seed=0)) == 2
+    x[:, 0] = np.arange(600)                 # a nominal column whose every level is seen once: nothing to measure
+    assert relevance(x, y, False, np.array([0]), seed=0)[0] == pytest.approx(0.0, abs=1e-9)
+    assert relevance(x, labels, True, np.array([0]), seed=0)[0] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_ranked_members_keep_the_top_features_and_draw_the_rest_by_relevance():

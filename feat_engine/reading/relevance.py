@@ -16,15 +16,17 @@ def relevance(
 ) -> np.ndarray:
     """(D,) mutual information of each standardised feature with the target: class indices for
     classification, a numeric target otherwise. The `nominal` columns are scored as discrete
-    (their codes have no order; missing is a level of its own); elsewhere NaN reads as the
-    context mean, 0."""
+    (their codes have no order; missing is a level of its own; a column none of whose levels recurs in
+    the rows read scores 0); elsewhere NaN reads as the context mean, 0."""
     rng = np.random.default_rng(seed)
     rows = rng.permutation(len(x))[:MAX_ROWS]
     xs = np.asarray(x, dtype=np.float64)[rows]
     discrete = np.zeros(xs.shape[1], bool)
     discrete[nominal] = True
     for j in np.flatnonzero(discrete):        # level labels 0..L-1, missing the last
-        xs[:, j] = np.unique(np.nan_to_num(xs[:, j], nan=2 * CLIP), return_inverse=True)[1]
+        levels, xs[:, j] = np.unique(np.nan_to_num(xs[:, j], nan=2 * CLIP), return_inverse=True)
+        if len(levels) == len(xs):            # no level seen twice tells nothing (and scikit-learn's estimator
+            xs[:, j] = 0.0                    # of a discrete feature against a number needs a level seen twice)
     xs = np.nan_to_num(xs, nan=0.0)
     if classification:
         return mutual_info_classif(xs, np.asarray(y)[rows], discrete_features=discrete, random_state=seed)
