@@ -80,6 +80,10 @@ def test_whole_numbers_whose_levels_tell_more_than_their_order_are_read_again_as
     assert gains[0] >= coded_levels.MIN_GAIN > max(gains[1:])
     assert coded_levels.targets(np.repeat([0, 1, 2], 5), classification=True).shape == (15, 3)
     assert coded_levels.targets(np.repeat([0, 1], 5), classification=True).shape == (10, 1)
+    v = X["unit"].to_numpy(float)
+    v[:5] = np.nan                                          # a class only where the column is missing: two left
+    three = np.where(np.arange(len(v)) < 5, 0, 1 + (y > np.median(y)))
+    assert np.isfinite(coded_levels.level_gain(v, coded_levels.targets(three, classification=True), seed=0))
     q = X.iloc[480:].copy()
     q.iloc[0, 0] = 99_999                                   # a unit the context never had: no note, the mean
     with warnings.catch_warnings():

@@ -39,8 +39,8 @@ def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
     NaN rows are left out; NaN with fewer than MIN_LEVELS levels or 2 * CV rows."""
     seen = np.isfinite(v)
     v, Y = v[seen], Y[seen]
-    levels = np.unique(v, return_inverse=True)[1]
-    if len(v) < 2 * CV or levels.max(initial=-1) + 1 < MIN_LEVELS:
+    values, levels = np.unique(v, return_inverse=True)
+    if len(v) < 2 * CV or len(values) < MIN_LEVELS:
         return np.nan
     folds = KFold(CV, shuffle=True, random_state=seed)
     variance = Y.var(axis=0).sum()
@@ -48,11 +48,13 @@ def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
         return np.nan
     tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES, min_samples_leaf=MIN_LEAF, random_state=seed)
     by_order = cross_val_predict(tree, v[:, None], Y, cv=folds).reshape(Y.shape)
-    if Y.shape[1] == 1:
-        by_levels = TargetEncoder(target_type="continuous", cv=folds).fit_transform(levels[:, None], Y[:, 0])
-    else:                                          # Y one-hot: the classes' statistics in one fit
-        encoder, by_levels = TargetEncoder(target_type="multiclass", cv=folds), np.zeros_like(Y)
-        by_levels[:, np.unique(Y.argmax(axis=1))] = encoder.fit_transform(levels[:, None], Y.argmax(axis=1))
+    labels = Y.argmax(axis=1)
+    if Y.shape[1] > 1 and len(present := np.unique(labels)) > 2:     # Y one-hot: the classes' statistics at once
+        by_levels = np.zeros_like(Y)
+        by_levels[:, present] = TargetEncoder(target_type="multiclass", cv=folds).fit_transform(levels[:, None], labels)
+    else:
+        by_levels = np.column_stack([TargetEncoder(target_type="continuous", cv=folds)
+                                     .fit_transform(levels[:, None], Y[:, t])[:, 0] for t in range(Y.shape[1])])
     order_error = min(((by_order - Y) ** 2).mean(axis=0).sum(), variance)
     return float((order_error - ((by_levels - Y) ** 2).mean(axis=0).sum()) / variance)
 
