@@ -400,6 +400,17 @@ def test_power_members_map_their_outputs_back_and_each_query_still_reads_alone(m
     np.testing.assert_allclose(alone, pred[:4], rtol=1e-6)
 
 
+def test_a_target_one_value_of_which_holds_half_the_rows_is_read_as_it_is(monkeypatch):
+    monkeypatch.setattr(runner, "run_tables", per_table(recording_run([])))
+    X, target = lognormal_target()
+    mostly_zero = np.where(np.arange(len(target)) % 3 == 0, target, 0.0)          # two thirds of the rows 0
+    reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:300], mostly_zero[:300])
+    assert not reg.power_scale_ and all(r[None].target is None for r in reg.run_inputs_)
+    assert "power scale" not in reg.reading_
+    skewed = FEATRegressor(n_estimators=2, local_context=None).fit(X[:300], target[:300])
+    assert skewed.power_scale_ and skewed.run_inputs_[1][None].target is not None
+
+
 @pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
 def test_query_rows_are_independent_with_stats_ranking_and_local_contexts(Est, k):
     X, y = nominal_table(n=300)

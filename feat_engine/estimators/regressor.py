@@ -10,6 +10,7 @@ from ..preprocess import UnclippedRows
 from ..progress import StepCounter
 from ..reading.blend import blend_prediction
 from ..reading.members import Member
+from ..reading.power_target import reads_power
 from ..reading.quantile_transform import reads_quantiles
 from ..targets import TargetScaler, as_target, numeric_target, target_rows
 from . import runner
@@ -23,8 +24,10 @@ from .in_context import KEPT_MEMBERS, InContextBase
     {"n_estimators": ("int or None, default None",
                       KEPT_MEMBERS + "Each member has its own row order, feature order (or subset) "
                       "and column-identity draw; the 2nd, 4th, ... read numeric columns through their context "
-                      "quantiles and the target on a power scale.")},
+                      "quantiles and the target on a power scale (unless one value holds half of the targets).")},
     {"reading_": ("str", "One sentence on how the members read the fitted table."),
+     "power_scale_": ("bool", "Whether the quantile members read the target on a power scale: not where one value "
+                      "holds half of the context's targets."),
      "read_plan_": ("ReadPlan", "What the engine read within `read_budget`: members, context rows per member, cells."),
      "member_choice_": ("MemberChoice or None", "How many members `fit` kept, and the change each made to the "
                         "held-out predictions; None where no rows are held out.")},
@@ -35,7 +38,9 @@ class FEATRegressor(RegressorMixin, InContextBase):
         X, y = self._context_frame(X, y), numeric_target(as_target(y))
         keep = target_rows(y, len(X))
         self.scaler_ = TargetScaler().fit(y.iloc[keep])
-        self._fit_supervised(X.iloc[keep], self.scaler_.transform(y.iloc[keep]), classification=False)
+        z = self.scaler_.transform(y.iloc[keep])
+        self.power_scale_ = reads_power(z)
+        self._fit_supervised(X.iloc[keep], z, classification=False)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -52,8 +57,9 @@ class FEATRegressor(RegressorMixin, InContextBase):
         return runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps), mats.stacked
 
     def _power(self, m: Member) -> tuple[float, float] | None:
-        """The members that read the quantile transform read the target on its power scale (`power_target.py`)."""
-        return (self.scaler_.mean_, self.scaler_.std_) if reads_quantiles(m) else None
+        """The members that read the quantile transform read the target on its power scale, unless one value holds
+        half of the targets (`power_target.py`)."""
+        return (self.scaler_.mean_, self.scaler_.std_) if self.power_scale_ and reads_quantiles(m) else None
 
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
         """The members' predictions blended with their stacked models' (on the scale the member reads), mapped to

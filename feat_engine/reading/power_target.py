@@ -2,7 +2,8 @@
 Yeo-Johnson transform (scikit-learn's `PowerTransformer`) fitted on the context, in units of the target's median
 absolute value, its lambda kept in [0, 1] (at most as strong as a log). Predictions map back as means (Duan's smearing
 over the residuals of the member's stacked model, `stacked_model.py`; without one, the plain inverse), and a query's
-value still depends on that query alone (docs/decisions/0020-power-target.md)."""
+value still depends on that query alone. A target one of whose values holds at least POINT_MASS of the context's
+targets (a count that is mostly 0) is read as it is (docs/decisions/0020-power-target.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,14 @@ import numpy as np
 from sklearn.preprocessing import PowerTransformer
 
 N_RESIDUALS = 64     # residual quantiles the smearing averages over
+POINT_MASS = 0.5     # share of the context's targets one value holds, from which no power scale is read
+
+
+def reads_power(y: np.ndarray) -> bool:
+    """Whether the context targets y are read on a power scale: not where one value holds POINT_MASS of them, which
+    no power transform spreads (docs/decisions/0020-power-target.md)."""
+    counts = np.unique(np.asarray(y), return_counts=True)[1]
+    return len(counts) > 0 and counts.max() < POINT_MASS * len(y)
 
 
 @dataclass
