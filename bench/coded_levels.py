@@ -26,16 +26,11 @@ from quality import fit_predict, full_proba
 
 
 def flagged(X: pd.DataFrame, y: np.ndarray, classification: bool) -> list[str]:
-    """The whole-number columns of the context X the rule reads as levels (as `InContextBase._fit_levels` does, on
-    the rows in their content's order)."""
+    """The whole-number columns of the context X the rule reads as levels, on the rows in their content's order (as
+    `InContextBase._fit_levels` reads them)."""
     order = content_order(X, y)
     X, y = X.iloc[order], y[order]
-    whole = [c for c in TablePreprocessor().fit(X).plan_ if c.kind == "numeric" and c.integer]
-    if not whole:
-        return []
-    values = np.column_stack([c.encode(X[c.name])[:, 0] for c in whole])
-    return [str(whole[j].name) for j in coded_levels.coded_level_columns(values, list(range(len(whole))), y,
-                                                                         classification, C.SEED)]
+    return [str(c) for c in coded_levels.coded_level_columns(TablePreprocessor().fit(X), X, y, classification, C.SEED)]
 
 
 def feat_score(Xc: pd.DataFrame, yc: np.ndarray, Xq: pd.DataFrame, yq: np.ndarray, classification: bool,

@@ -11,11 +11,10 @@ from sklearn.preprocessing import PowerTransformer
 import feat_engine.estimators.runner as runner
 import feat_engine.reading.local_parts as lc_mod
 from feat_engine import FEATClassifier, FEATRegressor
-from feat_engine.errors import FEATInputError
+from feat_engine.errors import FEATDataWarning, FEATInputError
 from feat_engine.estimators import in_context
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import TablePreprocessor, standardise
-from feat_engine.errors import FEATDataWarning
 from feat_engine.reading import coded_levels
 from feat_engine.reading.blend import blend_prediction
 from feat_engine.reading.context_size import HOLDOUT, WHOLE_ROWS, choose_local_context

@@ -137,16 +137,10 @@ class InContextBase(FEATBase, ABC):
         """Read the whole-number columns of the context X whose levels tell more about the targets y than their
         order a second time, as nominal levels (`coded_levels.py`); returns the rows' detail (`detail` where there
         are none)."""
-        pre = self.preprocessor_
-        whole = [c for c in pre.plan_ if c.kind == "numeric" and c.integer]
-        if not whole:
-            return detail
-        values = np.column_stack([c.encode(X[c.name])[:, 0] for c in whole])
-        coded = coded_level_columns(values, list(range(len(whole))), y, classification, self.random_state)
+        coded = coded_level_columns(self.preprocessor_, X, y, classification, self.random_state)
         if not coded:
             return detail
-        pre.add_levels(X, [whole[j].name for j in coded])
-        detail = pre.detail(X, "context")
+        detail = self.preprocessor_.add_levels(X, coded).detail(X, "context")
         self.context_ = detail.clipped()
         return detail
 

@@ -6,11 +6,15 @@ all. Where the levels' error is lower by MIN_GAIN of the target's variance, the 
 and as nominal levels with target statistics (docs/decisions/0044-whole-number-levels.md)."""
 from __future__ import annotations
 
+from typing import Hashable
+
 import numpy as np
+import pandas as pd
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import TargetEncoder
 from sklearn.tree import DecisionTreeRegressor
 
+from ..preprocess import TablePreprocessor
 from .target_stats import CV
 
 MIN_GAIN = 0.05        # share of the target's variance the levels must explain beyond the order
@@ -59,13 +63,14 @@ def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
     return float((order_error - ((by_levels - Y) ** 2).mean(axis=0).sum()) / variance)
 
 
-def coded_level_columns(values: np.ndarray, candidates: list[int], y: np.ndarray, classification: bool,
-                        seed: int | None) -> list[int]:
-    """The `candidates` (columns of the unscaled (N, D) context `values` that hold whole numbers) whose levels
-    explain at least MIN_GAIN of the target's variance beyond their order (`level_gain`), measured on at most
-    MAX_ROWS context rows drawn with `seed`."""
-    if not candidates:
+def coded_level_columns(pre: TablePreprocessor, X: pd.DataFrame, y: np.ndarray, classification: bool,
+                        seed: int | None) -> list[Hashable]:
+    """The whole-number columns of the context X (as `pre`, fitted on it, reads them) whose levels explain at least
+    MIN_GAIN of the target's variance beyond their order (`level_gain`), measured on at most MAX_ROWS context rows
+    drawn with `seed`."""
+    whole = [c for c in pre.plan_ if c.kind == "numeric" and c.integer]
+    if not whole:
         return []
-    rows = np.random.default_rng(seed).permutation(len(values))[:MAX_ROWS]
+    rows = np.random.default_rng(seed).permutation(len(X))[:MAX_ROWS]
     Y = targets(np.asarray(y)[rows], classification)
-    return [j for j in candidates if level_gain(values[rows, j], Y, seed) >= MIN_GAIN]
+    return [c.name for c in whole if level_gain(c.encode(X[c.name].iloc[rows])[:, 0], Y, seed) >= MIN_GAIN]
