@@ -249,10 +249,13 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     classes = getattr(est, "classes_", [])
     if len(classes) > 2 and getattr(est, "multiclass", "ovr") == "ovr":
         said.append(f"With {len(classes)} classes, it weighed each class against all the others, then compared.")
-    levels = [str(c.name) for c in est.preprocessor_.plan_ if c.levels]
-    if levels:
-        said.append(f"It read {', '.join(repr(n) for n in levels)} both as a number and as a category: "
-                    "which value a row has says more about the target than how large it is (an id, say).")
+    levels = [c for c in est.preprocessor_.plan_ if c.levels]
+    for dates, what, example in ((False, "a number", "how large it is (an id, say)"),
+                                 (True, "a date", "how late it is (a day many rows share, say)")):
+        names = [repr(str(c.name)) for c in levels if bool(c.parts) == dates]
+        if names:
+            said.append(f"It read {', '.join(names)} both as {what} and as a category: which value a row has says "
+                        f"more about the target than {example}.")
     width = len(members[0].features)
     if width < d:
         said.append(f"Each reading took {width} of the {d} columns, the ones most related to the target first.")

@@ -190,6 +190,23 @@ def test_iso_dates_as_text_give_only_our_warning():
     assert pre.feature_names_[0] == "day.days"
 
 
+def test_a_category_of_dates_is_read_as_dates_and_a_category_of_numbers_stays_one():
+    # tables loaded with their text columns as categories (the development tables, OpenML's) hold their dates there
+    n = 40
+    day = pd.Series(pd.date_range("2022-05-20", periods=n).strftime("%Y-%m-%d"), dtype="category")
+    df = pd.DataFrame({"day": day, "code": pd.Series([str(20220101 + i % 3) for i in range(n)], dtype="category"),
+                       "x": np.arange(n, dtype=float)})
+    with pytest.warns(FEATDataWarning, match="'day' holds dates .* as categories"):
+        pre = TablePreprocessor().fit(df)
+    assert pre.feature_names_ == ["day.days", "day.month", "day.weekday", "code", "x"]
+    assert pre.encode(df)["day.days"].iloc[0] == pytest.approx(19132.0)
+    # a filled date is written back as one of the column's own, in its format, the column still a category
+    z = pre.transform(df)
+    df.loc[[3], "day"] = None
+    out = pre.inverse_transform(z, df)
+    assert out.loc[3, "day"] == "2022-05-23" and isinstance(out["day"].dtype, pd.CategoricalDtype)
+
+
 def test_id_and_constant_columns_are_dropped_with_a_warning_naming_them():
     n = 50
     df = pd.DataFrame({"user_id": [f"u{i:04d}" for i in range(n)], "k": 1.0, "x": np.arange(n) % 7.0,

@@ -101,6 +101,23 @@ def test_whole_numbers_whose_levels_tell_more_than_their_order_are_read_again_as
     assert mse(pred) < 0.5 * mse(alone.predict(q))
 
 
+def test_a_date_that_rows_share_is_read_again_as_levels_measured_on_the_targets_ranks():
+    X, y = panel_table()
+    y = np.exp(1.5 * y)                                   # a heavy tail: a few rows would decide the squared errors
+    v = X["unit"].to_numpy(float)
+    standardised = ((y - y.mean()) / y.std())[:, None]
+    ranks = coded_levels.targets(y, classification=False)
+    assert coded_levels.level_gain(v, ranks, seed=0) > 3 * coded_levels.level_gain(v, standardised, seed=0)
+    day = (pd.Timestamp("2020-01-01") + pd.to_timedelta(X["unit"], unit="D")).dt.strftime("%Y-%m-%d")
+    X = pd.DataFrame({"day": day.astype("category"), "age": X["age"]})      # dates given as categories
+    with pytest.warns(FEATDataWarning, match="'day' holds dates"):
+        est = FEATRegressor(n_estimators=1).fit(X.iloc[:480], y[:480])
+    assert est.preprocessor_.feature_names_ == ["day.days", "day.month", "day.weekday", "day (levels)", "age"]
+    from app.engine import what_feat_did
+    assert any("'day' both as a date and as a category" in line for line in what_feat_did(est))
+    assert np.isfinite(est.predict(X.iloc[480:])).all()
+
+
 def test_target_stats_are_cross_fitted_and_queries_get_level_means():
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 4, 400).astype(float)

@@ -134,9 +134,9 @@ class InContextBase(FEATBase, ABC):
 
     def _fit_levels(self, X: pd.DataFrame, y: np.ndarray, classification: bool,
                     detail: UnclippedRows) -> UnclippedRows:
-        """Read the whole-number columns of the context X whose levels tell more about the targets y than their
-        order a second time, as nominal levels (`coded_levels.py`); returns the rows' detail (`detail` where there
-        are none)."""
+        """Read the whole-number and date columns of the context X whose levels tell more about the targets y than
+        their order a second time, as nominal levels (`coded_levels.py`); returns the rows' detail (`detail` where
+        there are none)."""
         coded = coded_level_columns(self.preprocessor_, X, y, classification, self.random_state)
         if not coded:
             return detail
@@ -363,8 +363,8 @@ class InContextBase(FEATBase, ABC):
                  f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
         levels = [str(c.name) for c in self.preprocessor_.plan_ if c.levels]
         if levels:
-            parts.append(f"whole numbers read both as numbers and as categories, their values telling more about the "
-                         f"target than their order: {', '.join(levels[:5])}{', ...' if len(levels) > 5 else ''}")
+            parts.append(f"whole numbers or dates read both as such and as categories, their values telling more "
+                         f"about the target than their order: {', '.join(levels[:5])}{', ...' if len(levels) > 5 else ''}")
         stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values()
                    if r.stacked is not None}
         kinds = [v.kind for v in stacked.values()]

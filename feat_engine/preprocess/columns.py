@@ -150,13 +150,20 @@ class ColumnPlan:
     def codes(self, s: pd.Series) -> np.ndarray:
         """(N,) float64 level codes of a categorical column, -1 for a level the context never saw (missing too)."""
         if self.levels:
-            s = pd.Series(numbers(parse_numbers(s) if self.text else s))
+            s = pd.Series(self.values(s))
         return self.categories.get_indexer(s).astype(np.float64)
+
+    def values(self, s: pd.Series) -> np.ndarray:
+        """(N,) float64 values of a number or date column (a date's days since 1970), NaN for missing: what a
+        column read as its levels (`levels`) has its levels of."""
+        if self.parts or self.kind == "datetime":
+            return _DATE_PARTS["days"](read_dates(s, self.date_format) if self.date_format is not None else s)
+        return numbers(parse_numbers(s) if self.text else s)
 
     def encode(self, s: pd.Series) -> np.ndarray:
         """(N, n_features) float64, unscaled, NaN for missing / unseen."""
         if self.kind == "numeric":
-            return numbers(parse_numbers(s) if self.text else s)[:, None]
+            return self.values(s)[:, None]
         if self.kind == "categorical":
             codes = self.codes(s)                                         # -1: missing or unseen
             codes[codes < 0] = np.nan
@@ -199,7 +206,8 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
     if text:
         how = f"dates ({fmt})" if kind == "datetime" else \
             "numbers" + (f" such as {str(s[parsed.notna()].iloc[0]).strip()!r}" if shape else "")
-        warnings.warn(f"column {s.name!r} holds {how} as text and is read as such{_unparsed(s, parsed)}",
+        written = "categories" if isinstance(s.dtype, pd.CategoricalDtype) else "text"
+        warnings.warn(f"column {s.name!r} holds {how} as {written} and is read as such{_unparsed(s, parsed)}",
                       FEATDataWarning, stacklevel=4)
     if kind == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s.dtype):
         n_unique = observed.nunique()
@@ -265,15 +273,16 @@ class TablePreprocessor:
         return self
 
     def add_levels(self, X: pd.DataFrame, names: list[Hashable]) -> "TablePreprocessor":
-        """Read the whole-number columns `names` of the context X twice: as numbers, and right after each as its
-        levels, a nominal feature "name (levels)" (`reading/coded_levels.py`)."""
+        """Read the whole-number or date columns `names` of the context X twice: as numbers (dates), and right after
+        each as its levels, a nominal feature "name (levels)" (`reading/coded_levels.py`)."""
         plan = []
         for c in self.plan_:
             plan.append(c)
             if c.name in names and not c.levels:
-                values = np.unique(c.encode(X[c.name])[:, 0])
-                plan.append(ColumnPlan(c.name, "categorical", categories=pd.Index(values[np.isfinite(values)]),
-                                       nominal=True, text=c.text, levels=True))
+                values = np.unique(c.values(X[c.name]))
+                plan.append(ColumnPlan(c.name, "categorical", parts=["days"] if c.kind == "datetime" else [],
+                                       categories=pd.Index(values[np.isfinite(values)]), nominal=True, text=c.text,
+                                       date_format=c.date_format, levels=True))
         self.plan_ = plan
         raw = self._encode(self.check_columns(X, "context"), "context")
         self.mean_, self.std_ = np.nanmean(raw, axis=0), np.nanstd(raw, axis=0)
@@ -422,6 +431,8 @@ def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
     elif pd.api.types.is_float_dtype(dtype):
         new = new.astype(np.float64)
     out = s.copy()
+    if isinstance(dtype, pd.CategoricalDtype):      # a category of dates filled with a date it did not have
+        out = out.cat.add_categories(pd.Index(pd.unique(new)).difference(dtype.categories))
     out[nan] = new
     return out if out.dtype == dtype else out.astype(dtype)
 

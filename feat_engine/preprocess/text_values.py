@@ -24,6 +24,17 @@ def _is_text(s: pd.Series) -> bool:
         and not isinstance(s.dtype, pd.CategoricalDtype)
 
 
+def _may_hold_dates(s: pd.Series) -> bool:
+    """Text, or a category whose levels are not numbers: a table loaded with its text columns as categories (dates
+    among them) has its dates there. A category of numbers, or of numbers written as text ("20240131"), stays a
+    category (`numbers_in_text` reads text alone)."""
+    if _is_text(s):
+        return True
+    if not isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_numeric_dtype(s.cat.categories.dtype):
+        return False
+    return numbers_in_text(pd.Series(s.cat.categories.astype(object))) is None
+
+
 # a number as spreadsheets write one: a currency sign before or after it, commas between groups of three digits, a
 # percent sign after it ("$1,234.50", "-12%", "1,234", "99 €"); the value is the number itself (12% reads 12)
 _FORMATTED = re.compile(r"(?P<sign>[-+]?)\s*(?P<pre>[$€£¥₹]?)\s*(?P<sign2>[-+]?)"
@@ -101,10 +112,11 @@ def _marks(text: pd.Series, marks: set[str] = MISSING_MARKS) -> np.ndarray:
 
 
 def date_format(s: pd.Series) -> str | None:
-    """The strftime format of a text column whose observed values are dates written one way (guessed from its first
-    value, month or day first, and at least TEXT_PARSE_SHARE of them parse with it, not counting `MISSING_MARKS`),
-    else None. Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not dates."""
-    if not _is_text(s) or s.dropna().empty:
+    """The strftime format of a text column (or a category of text levels) whose observed values are dates written one
+    way (guessed from its first value, month or day first, and at least TEXT_PARSE_SHARE of them parse with it, not
+    counting `MISSING_MARKS`), else None. Ask `numbers_in_text` first: a column of numbers such as 20240131 is
+    numbers, not dates."""
+    if not _may_hold_dates(s) or s.dropna().empty:
         return None
     counts = s.dropna().astype(str).str.strip().value_counts(sort=False)      # each distinct value once, in order
     counts = counts[~counts.index.str.lower().isin(MISSING_MARKS)]

@@ -1,15 +1,17 @@
-"""Whole-number columns whose levels tell more about the target than their order: the id of a unit that recurs
-(a firm, a school, a patient in panel data) or a category written as a number. Measured on the context alone:
+"""Whole-number and date columns whose levels tell more about the target than their order: the id of a unit that
+recurs (a firm, a school, a patient in panel data), a category written as a number, or a date that rows share (a
+day's weather, a week's prices) beyond what the calendar's trend tells. Measured on the context alone:
 the cross-fitted squared error of the column's levels (scikit-learn's `TargetEncoder`, as `target_stats.py`)
 against that of a small tree on its value (at most LEAVES leaves: what the order can tell) or of no feature at
-all. Where the levels' error is lower by MIN_GAIN of the target's variance, the column is read twice: as the number,
-and as nominal levels with target statistics (docs/decisions/0044-whole-number-levels.md)."""
+all. Where the levels' error is lower by MIN_GAIN of the target's variance, the column is read twice: as the number
+(the date's parts), and as nominal levels with target statistics (docs/decisions/0044-whole-number-levels.md)."""
 from __future__ import annotations
 
 from typing import Hashable
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm, rankdata
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import TargetEncoder
 from sklearn.tree import DecisionTreeRegressor
@@ -26,11 +28,12 @@ MAX_CLASSES = 20       # the most frequent classes whose indicators stand for a 
 
 
 def targets(y: np.ndarray, classification: bool) -> np.ndarray:
-    """(N, T) what the errors are measured on: the standardised target, or the indicators of the classes (one
-    column for two classes; the MAX_CLASSES most frequent and one for the rest where there are more)."""
+    """(N, T) what the errors are measured on: the target's normal scores (its ranks mapped onto the standard normal,
+    so that a few extreme values do not decide the squared errors), or the indicators of the classes (one column for
+    two classes; the MAX_CLASSES most frequent and one for the rest where there are more)."""
     if not classification:
         y = np.asarray(y, dtype=np.float64)
-        return ((y - y.mean()) / (y.std() or 1.0))[:, None]
+        return norm.ppf((rankdata(y) - 0.5) / len(y))[:, None]
     classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
     rank = np.argsort(np.argsort(-counts, kind="stable"))           # 0 for the most frequent class
     indicators = np.eye(min(len(classes), MAX_CLASSES + 1))[np.minimum(rank[inverse], MAX_CLASSES)]
@@ -65,12 +68,12 @@ def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
 
 def coded_level_columns(pre: TablePreprocessor, X: pd.DataFrame, y: np.ndarray, classification: bool,
                         seed: int | None) -> list[Hashable]:
-    """The whole-number columns of the context X (as `pre`, fitted on it, reads them) whose levels explain at least
-    MIN_GAIN of the target's variance beyond their order (`level_gain`), measured on at most MAX_ROWS context rows
-    drawn with `seed`."""
-    whole = [c for c in pre.plan_ if c.kind == "numeric" and c.integer]
-    if not whole:
+    """The whole-number and date columns of the context X (as `pre`, fitted on it, reads them) whose levels explain
+    at least MIN_GAIN of the target's variance beyond their order (`level_gain`; a date's order is its days),
+    measured on at most MAX_ROWS context rows drawn with `seed`."""
+    ordered = [c for c in pre.plan_ if (c.kind == "numeric" and c.integer) or c.kind == "datetime"]
+    if not ordered:
         return []
     rows = np.random.default_rng(seed).permutation(len(X))[:MAX_ROWS]
     Y = targets(np.asarray(y)[rows], classification)
-    return [c.name for c in whole if level_gain(c.encode(X[c.name].iloc[rows])[:, 0], Y, seed) >= MIN_GAIN]
+    return [c.name for c in ordered if level_gain(c.values(X[c.name].iloc[rows]), Y, seed) >= MIN_GAIN]
