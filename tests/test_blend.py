@@ -211,7 +211,7 @@ def test_tree_view_boosts_longer_with_early_stopping_on_long_contexts():
 def test_tree_folds_fitted_side_by_side_are_the_folds_fitted_in_turn(monkeypatch, classification):
     """On a short context with two threads the tree view's folds are fitted two at a time on threads of their own,
     one LightGBM thread each: the same out-of-fold column, to the bit, as the folds fitted in turn on one thread;
-    the whole-context fit keeps both threads."""
+    the whole-context fit takes one thread too (LightGBM's threads spin for cores another process holds)."""
     import threading
 
     from feat_engine.reading import stacked_model
@@ -228,10 +228,10 @@ def test_tree_folds_fitted_side_by_side_are_the_folds_fitted_in_turn(monkeypatch
     assert seen == [(True, 1)] * 6
     seen.clear()
     together = fit_tree_model(x, y, classification, 2, threads=2)
-    assert sorted(seen[:5]) == [(False, 1)] * 5 and seen[5] == (True, 2)
+    assert sorted(seen[:5]) == [(False, 1)] * 5 and seen[5] == (True, 1)
     np.testing.assert_array_equal(together.context, in_turn.context)
     assert (together.mean, together.std, together.loss) == (in_turn.mean, in_turn.std, in_turn.loss)
-    np.testing.assert_allclose(together.queries(x[:50]), in_turn.queries(x[:50]), atol=1e-5)
+    np.testing.assert_array_equal(together.queries(x[:50]), in_turn.queries(x[:50]))
 
 
 def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone(monkeypatch):

@@ -151,6 +151,25 @@ def test_relevance_ranks_informative_features_first():
     assert relevance(x, labels, True, np.array([0]), seed=0)[0] == pytest.approx(0.0, abs=1e-9)
 
 
+def test_relevance_and_local_parts_take_one_thread(monkeypatch):
+    """Their many small steps run on one OpenMP thread: threads that spin for cores another process holds made two
+    fits side by side 80 times slower (docs/decisions/0014-relevance-ranked-features.md)."""
+    from threadpoolctl import threadpool_info
+
+    import feat_engine.reading.relevance as relevance_mod
+    seen = []
+
+    def spy(fn):
+        return lambda *a, **k: seen.append({p["num_threads"] for p in threadpool_info() if p["user_api"] == "openmp"}) \
+            or fn(*a, **k)
+    monkeypatch.setattr(relevance_mod, "mutual_info_regression", spy(relevance_mod.mutual_info_regression))
+    monkeypatch.setattr(lc_mod, "MiniBatchKMeans", spy(lc_mod.MiniBatchKMeans))
+    x = np.random.default_rng(0).normal(size=(3000, 4))
+    alone = relevance(x, x[:, 0], False, np.array([], int), seed=0)
+    assert local_contexts(x, 1024, alone, seed=0) is not None
+    assert seen == [{1}, {1}]
+
+
 def test_ranked_members_keep_the_top_features_and_draw_the_rest_by_relevance():
     rel = np.r_[np.linspace(1, 0.5, 10), np.zeros(30)]
     members = plan_members(100, 40, 3, 8, None, 0, relevance=rel)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.neighbors import NearestNeighbors
+from threadpoolctl import threadpool_limits
 
 OVERLAP = 2.0   # parts per `size` context rows: how many parts read a typical row
 GROUP = 64      # parts per coarse group when the context needs more than this many
@@ -51,13 +52,15 @@ def local_contexts(x: np.ndarray, size: int, weights: np.ndarray | None, seed: i
     lc = LocalContexts(w, NearestNeighbors(n_neighbors=1), np.empty((0, size), np.int64))
     z = lc.space(x)
     rows = np.arange(len(z))
-    groups = [(rows, rows, n_parts)] if n_parts <= GROUP else _groups(z, math.ceil(n_parts / GROUP), size, overlap, seed)
-    centres, parts = [], []
-    for primary, candidates, k in groups:
-        km = MiniBatchKMeans(k, random_state=seed, batch_size=4096, n_init=1, compute_labels=False).fit(z[primary])
-        near = NearestNeighbors(n_neighbors=size, algorithm="brute").fit(z[candidates])
-        centres.append(km.cluster_centers_)
-        parts.append(candidates[near.kneighbors(km.cluster_centers_, return_distance=False)])
+    with threadpool_limits(1):     # small steps whose OpenMP threads would spin for cores another process holds
+        groups = [(rows, rows, n_parts)] if n_parts <= GROUP else _groups(z, math.ceil(n_parts / GROUP), size, overlap,
+                                                                           seed)
+        centres, parts = [], []
+        for primary, candidates, k in groups:
+            km = MiniBatchKMeans(k, random_state=seed, batch_size=4096, n_init=1, compute_labels=False).fit(z[primary])
+            near = NearestNeighbors(n_neighbors=size, algorithm="brute").fit(z[candidates])
+            centres.append(km.cluster_centers_)
+            parts.append(candidates[near.kneighbors(km.cluster_centers_, return_distance=False)])
     lc.centres.fit(np.concatenate(centres))
     lc.parts = np.concatenate(parts)
     return lc

@@ -1,10 +1,12 @@
 """How much each feature tells about the target, measured on the context alone: mutual information (scikit-learn's
-kNN estimator) on a random subsample of at most MAX_ROWS context rows, so that the cost does not grow with the table
-(docs/decisions/0014-relevance-ranked-features.md)."""
+kNN estimator) on a random subsample of at most MAX_ROWS context rows, so that the cost does not grow with the table.
+The estimator runs on one thread: it makes a thousand small neighbour searches, each of which would start OpenMP
+threads that spin for cores another process holds (docs/decisions/0014-relevance-ranked-features.md)."""
 from __future__ import annotations
 
 import numpy as np
 from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
+from threadpoolctl import threadpool_limits
 
 from ..preprocess import CLIP
 
@@ -28,7 +30,8 @@ def relevance(
         if len(levels) == len(xs):            # no level seen twice tells nothing (and scikit-learn's estimator
             xs[:, j] = 0.0                    # of a discrete feature against a number needs a level seen twice)
     xs = np.nan_to_num(xs, nan=0.0)
-    if classification:
-        return mutual_info_classif(xs, np.asarray(y)[rows], discrete_features=discrete, random_state=seed)
-    return mutual_info_regression(xs, np.asarray(y, dtype=np.float64)[rows], discrete_features=discrete,
-                                  random_state=seed)
+    with threadpool_limits(1):
+        if classification:
+            return mutual_info_classif(xs, np.asarray(y)[rows], discrete_features=discrete, random_state=seed)
+        return mutual_info_regression(xs, np.asarray(y, dtype=np.float64)[rows], discrete_features=discrete,
+                                      random_state=seed)

@@ -38,8 +38,9 @@ BIN_ROWS = 20       # the tree model's histogram: a bin per this many rows of a 
 MIN_BINS, MAX_BINS = 63, 255    # ... between these (255, LightGBM's default, from 5,100 rows on)
 MAX_BASIS = 256     # columns of the additive model's design at most with the splines (32 features); past it, none
 NEWTON_COLUMNS = 2_048   # columns a binary additive model solves by Newton steps at most; lbfgs past them
-SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, up to this many
-                                 # context rows: there LightGBM's own threads cost more than they give
+SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by side, one thread each, and its whole fit
+                                 # on one thread, up to this many context rows: there LightGBM's own threads cost more
+                                 # than they give, and spin for cores another process holds
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
 BESIDE_LOSS = 1.5   # the other kind's model is read beside the chosen one where its out-of-fold loss is at most this
                     # many times the chosen one's: a column far worse adds noise more than what the chosen one misses
@@ -171,7 +172,8 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
                  else KFold(FOLDS, shuffle=True, random_state=seed))
         splits = list(folds.split(np.zeros(len(y)), y))
     splits = [(rows_read(train), held) for train, held in splits]
-    workers = threads if threads is not None and len(y) <= SIDE_BY_SIDE_ROWS and len(splits) > 1 else 1
+    short = len(y) <= SIDE_BY_SIDE_ROWS
+    workers = threads if threads is not None and short and len(splits) > 1 else 1
     scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design(split[1])),
                           splits, workers)
     s = np.full(len(y), np.nan)
@@ -183,7 +185,7 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     whole = np.arange(len(y))
     return StackedModel(kind, ((s - mean) / std).astype(np.float32), transform, None, mean, std,
                         _loss(known, np.asarray(y if read is None else y[read], dtype=float), classification),
-                        fit_whole=lambda: fitted(rows_read(whole), threads))
+                        fit_whole=lambda: fitted(rows_read(whole), 1 if short else threads))
 
 
 def _read_folds(y: np.ndarray, read: np.ndarray | None, classification: bool,
