@@ -269,7 +269,9 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
     * numeric on a text column: values are parsed as numbers, or as dates when the column holds
       dates written one way; every value that does not parse is reported (and would be missing
       to the model).
-    * categorical on a numeric column: the values stay as they are, as a pandas category.
+    * categorical on a numeric column, or on text that holds numbers: the values stay as they are, as a pandas
+      category (the engine would read the text as numbers). Text that holds dates is read as dates whatever its
+      type, and a note says so.
     The input frame is not modified. Returns (table, notes).
     """
     out, notes = {}, []
@@ -291,8 +293,12 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         elif t == "numeric" and pd.api.types.is_bool_dtype(s):
             s = s.astype(float)
         elif t == "categorical" and not isinstance(s.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(s) \
-                and not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
+                and (not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s))
+                     or numbers_in_text(s) is not None):
             s = s.astype("category")
+        elif t == "categorical" and (fmt := date_format(s)) is not None:
+            notes.append(f"column {c!r} holds dates ({fmt}): FEAT reads them as dates (their day, month and weekday), "
+                         "and in Predict as categories as well where that tells more about the target")
         elif t == "categorical" and column_kind(s) == "categorical" \
                 and (marked := missing_marks(s, CATEGORY_MARKS)).any():
             notes.append(f"column {c!r}: {_marks_held(s, marked)}, written for a missing value, and "

