@@ -433,6 +433,8 @@ def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
     out = s.copy()
     if isinstance(dtype, pd.CategoricalDtype):      # a category of dates filled with a date it did not have
         out = out.cat.add_categories(pd.Index(pd.unique(new)).difference(dtype.categories))
+        out[nan] = new
+        return out
     out[nan] = new
     return out if out.dtype == dtype else out.astype(dtype)
 
