@@ -53,8 +53,8 @@ def local_contexts(x: np.ndarray, size: int, weights: np.ndarray | None, seed: i
     z = lc.space(x)
     rows = np.arange(len(z))
     with threadpool_limits(1):     # small steps whose OpenMP threads would spin for cores another process holds
-        groups = [(rows, rows, n_parts)] if n_parts <= GROUP else _groups(z, math.ceil(n_parts / GROUP), size, overlap,
-                                                                           seed)
+        groups = ([(rows, rows, n_parts)] if n_parts <= GROUP
+                  else _groups(z, math.ceil(n_parts / GROUP), size, overlap, seed))
         centres, parts = [], []
         for primary, candidates, k in groups:
             km = MiniBatchKMeans(k, random_state=seed, batch_size=4096, n_init=1, compute_labels=False).fit(z[primary])
