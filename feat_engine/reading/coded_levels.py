@@ -41,8 +41,9 @@ def targets(y: np.ndarray, classification: bool) -> np.ndarray:
 
 
 def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
-    """Share of the variance of the targets Y (N, T) that the levels of the whole numbers v (N,) explain beyond
-    their order, out of fold: (min(tree's error, variance) - levels' error) / variance, summed over Y's columns.
+    """Share of the variance of the targets Y (N, T) that the levels of the values v (N,; whole numbers, or a date's
+    days) explain beyond their order, out of fold: (min(tree's error, variance) - levels' error) / variance, summed
+    over Y's columns.
     NaN rows are left out; NaN with fewer than MIN_LEVELS levels or 2 * CV rows."""
     seen = np.isfinite(v)
     v, Y = v[seen], Y[seen]
