@@ -118,7 +118,11 @@ def date_format(s: pd.Series) -> str | None:
     numbers, not dates."""
     if not _may_hold_dates(s) or s.dropna().empty:
         return None
-    counts = s.dropna().astype(str).str.strip().value_counts(sort=False)      # each distinct value once, in order
+    if isinstance(s.dtype, pd.CategoricalDtype):            # each level once, counted on the codes
+        counts = s.value_counts(sort=False)
+        counts = pd.Series(counts.to_numpy(), index=counts.index.astype(str).str.strip())[counts.to_numpy() > 0]
+    else:
+        counts = s.dropna().astype(str).str.strip().value_counts(sort=False)  # each distinct value once, in order
     counts = counts[~counts.index.str.lower().isin(MISSING_MARKS)]
     if counts.empty:
         return None
