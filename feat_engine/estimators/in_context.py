@@ -364,7 +364,8 @@ class InContextBase(FEATBase, ABC):
         levels = [str(c.name) for c in self.preprocessor_.plan_ if c.levels]
         if levels:
             parts.append(f"whole numbers or dates read both as such and as categories, their values telling more "
-                         f"about the target than their order: {', '.join(levels[:5])}{', ...' if len(levels) > 5 else ''}")
+                         f"about the target than their order: {', '.join(levels[:5])}"
+                         f"{', ...' if len(levels) > 5 else ''}")
         stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values()
                    if r.stacked is not None}
         kinds = [v.kind for v in stacked.values()]

@@ -155,8 +155,8 @@ class ColumnPlan:
 
     def values(self, s: pd.Series) -> np.ndarray:
         """(N,) float64 values of a number or date column (a date's days since 1970), NaN for missing: what a
-        column read as its levels (`levels`) has its levels of."""
-        if self.parts or self.kind == "datetime":
+        column read as its levels (`levels`) has its levels of. A date's plan has parts (its levels' plan: "days")."""
+        if self.parts:
             return _DATE_PARTS["days"](read_dates(s, self.date_format) if self.date_format is not None else s)
         return numbers(parse_numbers(s) if self.text else s)
 
@@ -275,17 +275,24 @@ class TablePreprocessor:
     def add_levels(self, X: pd.DataFrame, names: list[Hashable]) -> "TablePreprocessor":
         """Read the whole-number or date columns `names` of the context X twice: as numbers (dates), and right after
         each as its levels, a nominal feature "name (levels)" (`reading/coded_levels.py`)."""
-        plan = []
+        plan, mean, std, j = [], [], [], 0
         for c in self.plan_:
+            k = len(c.features())
             plan.append(c)
+            mean.append(self.mean_[j:j + k])
+            std.append(self.std_[j:j + k])
+            j += k
             if c.name in names and not c.levels:
-                values = np.unique(c.values(X[c.name]))
+                values = c.values(X[c.name])
+                categories = pd.Index(np.unique(values[np.isfinite(values)]))
                 plan.append(ColumnPlan(c.name, "categorical", parts=["days"] if c.kind == "datetime" else [],
-                                       categories=pd.Index(values[np.isfinite(values)]), nominal=True, text=c.text,
-                                       date_format=c.date_format, levels=True))
+                                       categories=categories, nominal=True, text=c.text, date_format=c.date_format,
+                                       levels=True))
+                codes = categories.get_indexer(values[np.isfinite(values)]).astype(np.float64)
+                mean.append([codes.mean()])          # the new feature's statistics alone: the others' stay
+                std.append([codes.std()])
         self.plan_ = plan
-        raw = self._encode(self.check_columns(X, "context"), "context")
-        self.mean_, self.std_ = np.nanmean(raw, axis=0), np.nanstd(raw, axis=0)
+        self.mean_, self.std_ = np.concatenate(mean), np.concatenate(std)
         return self
 
     @property

@@ -4,8 +4,8 @@ never sees them.
 
 `fit` runs them in this order (`estimators/in_context.py`):
 
-0. `coded_levels.py`    whole-number columns whose levels tell more about the target than their order (a unit's
-                        id), read a second time as nominal levels.
+0. `coded_levels.py`    whole-number and date columns whose levels tell more about the target than their order
+                        (a unit's id, a day many rows share), read a second time as nominal levels.
 1. `context_size.py`    with `local_context="auto"`: parts of 512, of 1,024 or the whole context, chosen on
                         held-out context rows.
 2. `relevance.py`       the mutual information of each feature with the target, where a table is wider than a
