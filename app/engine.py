@@ -285,12 +285,19 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
         said += f" ({' and '.join(sorted(names.get(k, k) for k in beside))} beside it as another)"
     if est.blend_ is None or est.blend_.weight == 0.0:
         return said + "; the final answer is FEAT's own reading."
-    if est.blend_.weight == 1.0:
+    if est.blend_.weight == 1.0 and est.blend_.rows:
         return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on the "
                 f"{model} it fitted beside it, so the final answer is that model's alone.")
+    missed = est.blend_.unexplained      # a regression's prior share grows as its classical model misses less
+    checked = "" if missed is None else (f" Checked on example rows it had not learned from, that model missed "
+                                         f"{missed:.0%} of the variation in the target.")
+    if est.blend_.weight == 1.0:
+        return (f"FEAT fitted {model} to the example rows and, as that model missed so little, the final answer is "
+                f"that model's alone.{checked}")
     if not est.blend_.rows:     # a short table: the prior share, with no rows set aside to choose it
         return said + (f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one (the share "
-                       "it uses when a table is too short to set example rows aside and test the mix).")
+                       "it uses when a table is too short to set example rows aside and test the mix"
+                       + ("" if missed is None else ": more, the less that model misses") + f").{checked}")
     return said + f", and mixed {est.blend_.weight:.0%} of that model's own answer into the final one."
 
 

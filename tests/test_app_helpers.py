@@ -978,8 +978,9 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
 
     trees = {None: NS(stacked=NS(kind="trees"), beside=None)}
 
-    def est(weight, inputs=trees, rows=512):
-        return NS(run_inputs_=[inputs], blend_=None if weight is None else NS(weight=weight, rows=rows))
+    def est(weight, inputs=trees, rows=512, unexplained=None):
+        blend = None if weight is None else NS(weight=weight, rows=rows, unexplained=unexplained)
+        return NS(run_inputs_=[inputs], blend_=blend)
 
     assert classical_share(est(None, {None: NS(stacked=None, beside=None)})) is None
     assert classical_share(est(None)).endswith("the final answer is FEAT's own reading.")
@@ -990,6 +991,10 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
     assert "too short" not in classical_share(est(0.25))
     alone = classical_share(est(1.0))
     assert alone.startswith("On 512 example rows set aside to check") and "boosted trees" in alone
+    short = classical_share(est(0.5, rows=0, unexplained=0.07))       # a short regression's share, and why
+    assert "mixed 50%" in short and "the less that model misses" in short and "missed 7% of the variation" in short
+    trusted = classical_share(est(1.0, rows=0, unexplained=0.01))
+    assert "the final answer is that model's alone" in trusted and "missed 1% of the variation" in trusted
 
 
 def test_large_holdouts_draw_light_curves_and_a_sampled_scatter():

@@ -9,7 +9,7 @@ from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, UnclippedRows
 from feat_engine.reading.blend import (MAX_HELD, PRIOR_WEIGHT, WEIGHTS, blend_prediction, blend_probability,
-                                       held_out_rows)
+                                       held_out_rows, prior_blend)
 from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_models, fit_tree_model
 
 try:
@@ -96,10 +96,27 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
     assert reg.blend_.weight == 0.0
     off = FEATRegressor(n_estimators=1, local_context=256, view="additive", blend=False).fit(X, dense)
     assert off.blend_ is None and "blended" not in off.reading_
-    whole = FEATRegressor(n_estimators=1, local_context=None, view="additive").fit(X, dense)   # no rows held out
-    assert (whole.blend_.weight, whole.blend_.rows, whole.blend_.loss) == (PRIOR_WEIGHT, 0, {})
-    assert "too short to hold rows out" in whole.reading_
+    def whole(y):                                                                   # no rows held out
+        return FEATRegressor(n_estimators=1, local_context=None, view="additive").fit(X, y)
+
+    noisy = whole(dense + 2 * np.linalg.norm(dense) / np.sqrt(len(dense)) * rng.normal(size=len(dense)))
+    assert (noisy.blend_.weight, noisy.blend_.rows, noisy.blend_.loss) == (PRIOR_WEIGHT, 0, {})
+    assert "too short to hold rows out" in noisy.reading_ and "unexplained out of fold" in noisy.reading_
+    exact = whole(dense)                 # the view misses almost nothing out of fold: its prediction alone
+    missed = np.mean([r.stacked.loss for inputs in exact.run_inputs_ for r in inputs.values()])
+    assert exact.blend_.unexplained == pytest.approx(missed) and missed < 0.02 and exact.blend_.weight == 1.0
     assert FEATRegressor(n_estimators=1, local_context=256, view=None).fit(X, dense).blend_ is None
+
+
+def test_the_prior_weight_grows_as_a_regressions_view_misses_less():
+    """Where no rows are held out, a class label's blend reads PRIOR_WEIGHT; a regression's the weight of the band its
+    view's out-of-fold unexplained share falls in (PRIOR_BANDS)."""
+    assert prior_blend().weight == prior_blend(0.3).weight == PRIOR_WEIGHT
+    assert [prior_blend(u).weight for u in (0.1, 0.08, 0.05, 0.03, 0.02, 0.0)] == [0.5, 0.5, 0.75, 0.75, 1.0, 1.0]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    clf = FEATClassifier(n_estimators=1, view="additive").fit(X, (X[:, 0] > 0).astype(int))
+    assert (clf.blend_.weight, clf.blend_.unexplained) == (PRIOR_WEIGHT, None)
 
 
 @pytest.mark.parametrize("Est, k, n", [(FEATRegressor, 0, 4096), (FEATClassifier, 2, 4096), (FEATClassifier, 3, 4096),

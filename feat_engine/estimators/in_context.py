@@ -127,7 +127,7 @@ class InContextBase(FEATBase, ABC):
             self.run_inputs_ = [self._fit_member_inputs(m, alone, detail, classification, steps, shared)
                                 for m, alone in zip(self.members_, self._fits_alone())]
             if self.blend and any(r.stacked is not None for inputs in self.run_inputs_ for r in inputs.values()):
-                self.blend_ = prior_blend()
+                self.blend_ = prior_blend(self._unexplained())
         else:
             self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
         self.reading_ = self._describe_reading()
@@ -228,6 +228,11 @@ class InContextBase(FEATBase, ABC):
         if all(np.isnan(s).all() for _, s in outputs):
             return None
         return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
+
+    def _unexplained(self) -> float | None:
+        """The share of the labels' variance the stacked models leave unexplained out of fold, which sets the prior
+        blend's weight (`blend.prior_blend`); None: the prior weight alone (a class label's)."""
+        return None
 
     def _weight(self) -> float:
         """The stacked model's weight in the blend (0 where there is none)."""

@@ -67,6 +67,12 @@ class FEATRegressor(RegressorMixin, InContextBase):
         return np.mean([inputs[None].output(blend_prediction(pred, stacked, weight))
                         for inputs, (pred, stacked) in zip(self.run_inputs_, outputs)], axis=0)
 
+    def _unexplained(self) -> float:
+        """The stacked models' mean out-of-fold squared error: the share of the standardised target's variance (on
+        the scale each member reads) they leave unexplained."""
+        return float(np.mean([r.stacked.loss for inputs in self.run_inputs_ for r in inputs.values()
+                              if r.stacked is not None]))
+
     @staticmethod
     def _row_loss(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Squared error of each row's standardised target."""

@@ -21,7 +21,8 @@ never sees them.
                         feature;
    - `power_target.py`  the target on a power scale, for the members that read the quantile transform.
 7. `blend.py`           the weight of the stacked model's own prediction in a blend with the engine's output,
-                        chosen on the held-out rows (PRIOR_WEIGHT where none are held out).
+                        chosen on the held-out rows (where none are held out, PRIOR_WEIGHT, or a regression's
+                        band of PRIOR_BANDS by how much its stacked models miss out of fold).
 
 `predict` routes each query row to its member's part (`local_parts.py`), applies the fitted statistics and
 stacked model to it (`run_inputs.py`), reads numbers through their context quantiles for half of the members

@@ -2,8 +2,9 @@
 context is split into local parts, a share of its rows (`held_out_rows`) is kept out of every part and read as
 queries, and the weight w in WEIGHTS whose blend loses least on their labels is kept: logit p' = (1 - w) logit p + w s
 for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A context too short to hold rows out
-is blended at PRIOR_WEIGHT (`prior_blend`). A query's blend reads that query's own output and s, so it depends on
-that query alone (docs/decisions/0024-blend.md)."""
+is blended at PRIOR_WEIGHT, or for a regression whose stacked models leave little of the target unexplained out of
+fold at the weight of PRIOR_BANDS (`prior_blend`). A query's blend reads that query's own output and s, so it
+depends on that query alone (docs/decisions/0024-blend.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ MAX_HELD = 2048      # ... and at most this many
 # contexts of at most 2,048 rows it raised R2 on 58 of 63 tables and probes and lowered it on 5, ROC-AUC on 27 of 51
 # and lowered it on 11 (`bench/blend_weights.py`; docs/decisions/0024-blend.md)
 PRIOR_WEIGHT = 0.25
+# ... but a regression whose stacked models leave at most this share of the standardised target's variance unexplained
+# out of fold takes this weight: the engine re-reads their column on a part of the rows, and its own error does not
+# shrink with theirs (187 allowlisted regressions: R2 +0.0032, 82 up and 3 down; docs/decisions/0024-blend.md)
+PRIOR_BANDS = ((0.02, 1.0), (0.05, 0.75), (0.10, 0.5))
 
 
 def _held_count(n: int) -> int:
@@ -69,12 +74,18 @@ class Blend:
     weight: float
     loss: dict[float, float]
     rows: int               # held-out context rows scored (0: the prior weight, no rows to choose on)
+    unexplained: float | None = None    # the prior weight's evidence: the share of a regression target's variance the
+                                        # stacked models leave unexplained out of fold
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
         if not self.rows:
-            return (f"the output blended with the view's own prediction at weight {self.weight:g}, the weight for "
+            said = (f"the output blended with the view's own prediction at weight {self.weight:g}, the weight for "
                     f"contexts too short to hold rows out and choose one")
+            if self.unexplained is None:
+                return said
+            share = f"{self.unexplained:.1%}"
+            return said + f", where the view leaves {share} of the target's variance unexplained out of fold"
         scores = ", ".join(f"{w:g}: {v:.4f}" for w, v in self.loss.items())
         return (f"the output blended with the view's own prediction at weight {self.weight:g}, chosen on "
                 f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores})")
@@ -88,6 +99,9 @@ def choose_blend(row_loss: Callable[[float], np.ndarray]) -> Blend:
     return Blend(min(WEIGHTS, key=lambda w: mean[w]), mean, len(losses[WEIGHTS[0]]))
 
 
-def prior_blend() -> Blend:
-    """The blend of a context with no rows held out: the stacked model's own prediction at PRIOR_WEIGHT."""
-    return Blend(PRIOR_WEIGHT, {}, 0)
+def prior_blend(unexplained: float | None = None) -> Blend:
+    """The blend of a context with no rows held out: the stacked model's own prediction at PRIOR_WEIGHT, or, given
+    the share of a regression target's variance its stacked models leave `unexplained` out of fold, at the weight of
+    the first band of PRIOR_BANDS that share falls in."""
+    weight = next((w for share, w in PRIOR_BANDS if unexplained is not None and unexplained <= share), PRIOR_WEIGHT)
+    return Blend(weight, {}, 0, unexplained)
