@@ -82,10 +82,10 @@ class Blend:
         if not self.rows:
             said = (f"the output blended with the view's own prediction at weight {self.weight:g}, the weight for "
                     f"contexts too short to hold rows out and choose one")
-            if self.unexplained is None:
-                return said
-            share = f"{self.unexplained:.1%}"
-            return said + f", where the view leaves {share} of the target's variance unexplained out of fold"
+            if self.unexplained is not None:
+                said += (f", where the view leaves {self.unexplained:.1%} of the target's variance unexplained "
+                         "out of fold")
+            return said
         scores = ", ".join(f"{w:g}: {v:.4f}" for w, v in self.loss.items())
         return (f"the output blended with the view's own prediction at weight {self.weight:g}, chosen on "
                 f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores})")
