@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from app.numbers import column_format, format_value
 from feat_engine.inference import uses_bf16
 from feat_engine.progress import Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
+
+LOG = logging.getLogger(__name__)
 
 
 class EngineError(ValueError):
@@ -31,7 +34,8 @@ class Outcome:
 
 
 def _call(fn, *args, **kwargs) -> Outcome:
-    """Run fn, collecting the engine's warnings; its input errors become EngineError."""
+    """Run fn, collecting FEAT's notes on the table (`FEATDataWarning`s) for the page; other libraries' warnings
+    (numpy's, say, which no analyst could act on) go to the server's log. Its input errors become EngineError."""
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -53,10 +57,11 @@ def _call(fn, *args, **kwargs) -> Outcome:
             raise EngineError(f"FEAT failed on this table ({type(e).__name__}: {msg}).") from None
     seconds = time.perf_counter() - t0
     notes = []
-    for w in caught:
+    for w in caught:    # FEAT's own notes on the table for the page; a library's (numpy's, say) to the server's log
         text = str(w.message)
-        if w.category.__name__ in ("FEATDataWarning", "UserWarning", "RuntimeWarning") and text not in notes \
-                and "torch" not in str(w.filename):
+        if not issubclass(w.category, fe.FEATDataWarning):
+            LOG.warning("%s (%s:%s): %s", w.category.__name__, w.filename, w.lineno, text)
+        elif text not in notes:
             notes.append(text)
     return Outcome(value, seconds, notes)
 
@@ -278,7 +283,12 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
     if not kinds:
         return None
     names = {"trees": "boosted trees", "additive": "a smooth additive model"}
-    model = " and ".join(sorted(names.get(k, k) for k in kinds))
+    if len(kinds) == 1:
+        (kind,) = kinds
+        model, the_model = names[kind], {"trees": "the boosted trees", "additive": "the smooth additive model"}[kind]
+    else:   # the runs (the classes of a multiclass target, each against the rest) chose different kinds
+        model, the_model = (f"{a} classical model (boosted trees or a smooth additive model, whichever did better on "
+                            "rows it had not learned from)" for a in ("a", "the"))
     beside = {r.beside.kind for inputs in est.run_inputs_ for r in inputs.values() if r.beside is not None}
     said = f"FEAT also fitted {model} to the example rows and read its prediction as one more column"
     if beside:
@@ -286,8 +296,8 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
     if est.blend_ is None or est.blend_.weight == 0.0:
         return said + "; the final answer is FEAT's own reading."
     if est.blend_.weight == 1.0 and est.blend_.rows:
-        return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on the "
-                f"{model} it fitted beside it, so the final answer is that model's alone.")
+        return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on "
+                f"{the_model} it fitted beside it, so the final answer is that model's alone.")
     missed = est.blend_.unexplained      # a regression's prior share grows as its classical model misses less
     checked = "" if missed is None else (f" Checked on example rows it had not learned from, that model missed "
                                          f"{missed:.0%} of the variation in the target.")

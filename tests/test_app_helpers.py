@@ -802,6 +802,25 @@ def test_cluster_order_puts_the_strongest_pair_side_by_side():
     assert abs(figures.cluster_order(with_nan).index("p") - figures.cluster_order(with_nan).index("s")) == 1
 
 
+def test_the_page_gets_feats_notes_and_the_log_other_libraries_warnings(caplog):
+    """A FEATDataWarning is a note for the page; numpy's "Degrees of freedom <= 0 for slice" (which once reached a
+    Predict page from a worker thread) goes to the server's log."""
+    import warnings
+
+    import feat_engine as fe
+    from app import engine
+
+    def fn():
+        warnings.warn("column 'x' holds numbers as text and is read as such", fe.FEATDataWarning)
+        np.nanstd(np.full(3, np.nan))
+        return 7
+
+    with caplog.at_level("WARNING", logger="app.engine"):
+        out = engine._call(fn)
+    assert out.value == 7 and out.warnings == ["column 'x' holds numbers as text and is read as such"]
+    assert "Degrees of freedom" in caplog.text and "RuntimeWarning" in caplog.text
+
+
 def test_engine_notes_in_an_analysts_words():
     from app.notes import note_words
 
@@ -995,6 +1014,12 @@ def test_the_classical_models_share_is_said_in_an_analysts_words():
     assert "mixed 50%" in short and "the less that model misses" in short and "missed 7% of the variation" in short
     trusted = classical_share(est(1.0, rows=0, unexplained=0.01))
     assert "the final answer is that model's alone" in trusted and "missed 1% of the variation" in trusted
+    additive = classical_share(est(1.0, {None: NS(stacked=NS(kind="additive"), beside=None)}))
+    assert "did not improve on the smooth additive model it fitted" in additive
+    classes = {0: NS(stacked=NS(kind="trees"), beside=None), 1: NS(stacked=NS(kind="additive"), beside=None)}
+    assert "fitted a classical model (boosted trees or a smooth additive model, whichever" in \
+        classical_share(est(0.5, classes))      # each class against the rest chose its own kind
+    assert "did not improve on the classical model (boosted" in classical_share(est(1.0, classes))
 
 
 def test_large_holdouts_draw_light_curves_and_a_sampled_scatter():
