@@ -28,20 +28,15 @@ _EPOCH = pd.Timestamp("1970-01-01")
 
 
 def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
-    """(x - mean_ctx) / std_ctx per column over the first n_ctx rows, clipped to +-CLIP; NaN stays NaN. A column
-    empty in the context keeps mean 0 and deviation 1. The statistics are taken on the columns with a value only, so
-    that numpy has nothing to warn about: this runs on worker threads (`inference.map_runs`), where a
-    `warnings.catch_warnings` block would change the process's filters under the other threads."""
-    ctx = X[:n_ctx]
-    seen = ~np.isnan(ctx).all(0)
-    dtype = X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64
-    mu, sd = np.zeros(X.shape[1], dtype), np.ones(X.shape[1], dtype)
-    if seen.all():
-        mu, sd = np.nanmean(ctx, 0), np.nanstd(ctx, 0)
-    else:
-        mu[seen], sd[seen] = np.nanmean(ctx[:, seen], 0), np.nanstd(ctx[:, seen], 0)
-    sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
+    """(x - mean_ctx) / std_ctx per column over the first n_ctx rows, clipped to +-CLIP; NaN stays NaN, and a column
+    empty in the context keeps mean 0 and deviation 1. numpy is never asked for an empty slice's statistics: on
+    `map_runs`' worker threads a `catch_warnings` block is no guard (other threads reset the process's filters)."""
+    ctx, seen = X[:n_ctx], ~np.isnan(X[:n_ctx]).all(0)
+    mu, sd = (np.full(X.shape[1], v, np.result_type(X.dtype, np.float32)) for v in (0.0, 1.0))
+    part = ctx if seen.all() else ctx[:, seen]      # the whole context where it can: the same sums as ever
+    mu[seen], sd[seen] = np.nanmean(part, 0), np.nanstd(part, 0)
     mu = np.where(np.isfinite(mu), mu, 0.0)
+    sd = np.where(np.isfinite(sd) & (sd > 1e-8), sd, 1.0)
     return np.clip((X - mu) / sd, -CLIP, CLIP)
 
 
