@@ -132,7 +132,8 @@ edited = st.data_editor(
         "distinct": st.column_config.NumberColumn("distinct values", format="localized"),
         "distribution": st.column_config.BarChartColumn(
             "distribution", help="Numbers and dates: a histogram of 20 bars from the smallest value to the largest. "
-                                 "Other columns: the 10 most frequent values, most frequent first."),
+                                 "Other columns: the 10 most frequent values, most frequent first.",
+            y_min=0),     # bars from zero: a flat histogram's 28s and 29s must not read as gaps and peaks
         "summary": st.column_config.TextColumn("summary", width="large"),
     },
 )
