@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
-from app.numbers import column_format, format_value
+from app.numbers import DIGITS, MONEY_DECIMALS, column_format, format_value
 from feat_engine.inference import uses_bf16
 from feat_engine.progress import Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
@@ -347,14 +348,25 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
         fmt = column_format(known if len(known) else filled[c], c)
         number = types.get(c) == "numeric" and pd.api.types.is_numeric_dtype(filled[c])
         error_kind = "money" if fmt.kind == "money" else "number"
+        decimals = _error_decimals(confidence[c].iloc[at].to_numpy(dtype=float) if c in confidence else [], error_kind)
         for i in at:
             v = confidence[c].iloc[i] if c in confidence else np.nan
             shown = fmt(filled[c].iloc[i]) if number else format_value(filled[c].iloc[i], "text")  # one column of text
+            sure = f"typical error ± {format_value(float(v), error_kind, decimals)}" if number else f"{v:.0%} likely"
             rows.append({"row": filled.index[i], "column": c, "filled with": shown,
-                         "sureness": -v if number else v, "how sure": "" if not np.isfinite(v) else
-                         (f"typical error ± {format_value(float(v), error_kind)}" if number else f"{v:.0%} likely")})
+                         "sureness": -v if number else v, "how sure": sure if np.isfinite(v) else ""})
     out = pd.DataFrame(rows, columns=["row", "column", "filled with", "sureness", "how sure"])
     return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)
+
+
+def _error_decimals(errors, kind: str) -> int | None:
+    """The decimals every typical error of one column is written with, so that its rows read alike ("± 1.00" above
+    "± 0.500" was "± 1"): money's own; else DIGITS significant digits of the column's median error."""
+    errors = np.asarray(errors, dtype=float)
+    errors = errors[np.isfinite(errors) & (errors > 0)]
+    if not len(errors):
+        return None
+    return MONEY_DECIMALS if kind == "money" else max(0, DIGITS - 1 - math.floor(math.log10(np.median(errors))))
 
 
 # rows the Relations view samples by default: what the engine's relation measures read by default, and what

@@ -971,6 +971,10 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
                                    {"arrival_date_year": "numeric", "adr": "numeric"})
     assert dict(zip(sure["column"], sure["filled with"])) == {"arrival_date_year": "2016", "adr": "55.12"}
     assert sure.set_index("column").loc["adr", "how sure"] == "typical error ± 3.14"
+    counts = pd.DataFrame({"n": [1.0, 3.0, 2.0, 5.0]})           # one column's errors alike: not "± 1" over "± 0.500"
+    sure = engine.confidence_table(counts, pd.DataFrame({"n": [True, True, False, False]}),
+                                   pd.DataFrame({"n": [1.0, 0.5, np.nan, np.nan]}), {"n": "numeric"})
+    assert sorted(sure["how sure"]) == ["typical error ± 0.500", "typical error ± 1.000"]
 
 
 def test_fit_progress_names_the_rows_feat_reads():
