@@ -360,8 +360,8 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
 
 
 def _error_decimals(errors, kind: str) -> int | None:
-    """The decimals every typical error of one column is written with, so that its rows read alike ("± 1.00" above
-    "± 0.500" was "± 1"): money's own; else DIGITS significant digits of the column's median error."""
+    """The decimals every typical error of one column is written with, so that its rows read alike (a whole-number
+    column's errors read "± 1" above "± 0.500"): money's own; else DIGITS significant digits of their median."""
     errors = np.asarray(errors, dtype=float)
     errors = errors[np.isfinite(errors) & (errors > 0)]
     if not len(errors):
