@@ -181,6 +181,38 @@ def test_inverse_keeps_each_number_within_its_columns_support():
     pd.testing.assert_frame_equal(out.iloc[3:], df.iloc[3:])
 
 
+def test_a_filled_date_stays_within_its_columns_range_and_calendar_grid():
+    """Dates come back within the observed range and on the grid every observed date lies on: a monthly column's
+    filled dates are months' first days (the app once filled 1968-08-05 into one), a yearly one's years' first
+    days, dates at midnight at midnight; dates at any time of day as the model gives them. Text keeps its format."""
+    from feat_engine.preprocess.dates import date_grid
+
+    n = 24
+    df = pd.DataFrame({"month": pd.date_range("2001-01-01", periods=n, freq="MS"),
+                       "year": pd.date_range("1990-01-01", periods=n, freq="YS").strftime("%Y-%m-%d"),
+                       "day": pd.date_range("2020-03-01", periods=n, freq="3D"),
+                       "any": pd.date_range("2020-03-01 05:17", periods=n, freq="29h"), "x": np.arange(n, dtype=float)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # the note on dates written as text
+        pre = TablePreprocessor().fit(df)
+    assert [c.grid for c in pre.plan_[:4]] == ["month", "year", "day", None]
+    holes = df.copy()
+    holes.iloc[:4, :4] = None
+    z = pre.transform(df)
+    days = [pre.feature_names_.index(f"{c}.days") for c in ("month", "year", "day", "any")]
+    z[:2, days] = [[-4.9], [4.9]]                     # far outside: the range's ends
+    z[2:4] += 0.013                                   # near a value, off the grid
+    out = pre.inverse_transform(z, holes)
+    month, year = out["month"].iloc[:4], pd.to_datetime(out["year"].iloc[:4])
+    assert month.iloc[0] == df["month"].min() and month.iloc[1] == df["month"].max() and (month.dt.day == 1).all()
+    assert (year.dt.month == 1).all() and (year.dt.day == 1).all() and out["year"].iloc[1] == df["year"].max()
+    assert (out["day"].iloc[:4] == out["day"].iloc[:4].dt.normalize()).all()
+    assert out["any"].iloc[0] == df["any"].min() and out["any"].iloc[1] == df["any"].max()
+    pd.testing.assert_frame_equal(out.iloc[4:], df.iloc[4:])
+    assert date_grid(pd.Series(pd.to_datetime(["2020-01-01", None]))) == "year"
+    assert date_grid(pd.Series(pd.date_range("2020-01-01", periods=3, tz="UTC"))) is None   # a zone's midnights
+
+
 def test_iso_dates_as_text_give_only_our_warning():
     df = pd.DataFrame({"day": pd.date_range("2022-05-20", periods=40).strftime("%Y-%m-%d"), "x": np.arange(40.0)})
     with warnings.catch_warnings(record=True) as rec:

@@ -1,6 +1,7 @@
 """Real tables -> the engine's float32 matrices, and back: how each column is typed, encoded, standardised and filled
-back (`columns.py`), and the numbers and dates a text column holds (`text_values.py`: "$1,234.50", "12%", dates written
-one way). The one reading of a table for the estimators, the CLI and the app (docs/decisions/0012-preprocessing.md).
+back (`columns.py`), the numbers a date is read as and the calendar grid it keeps (`dates.py`), and the numbers and
+dates a text column holds (`text_values.py`: "$1,234.50", "12%", dates written one way). The one reading of a table
+for the estimators, the CLI and the app (docs/decisions/0012-preprocessing.md).
 """
 from .columns import (CLIP, NOMINAL_MIN_LEVELS, ColumnPlan, TablePreprocessor, UnclippedRows, as_frame, column_kind,
                       numbers, plan_column, standardise, unordered)

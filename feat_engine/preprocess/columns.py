@@ -17,6 +17,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
+from .dates import DATE_PARTS, EPOCH, date_grid, on_grid
 from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, missing_marks, number_format, numbers_in_text,
                           parse_numbers, read_dates)
 
@@ -24,7 +25,6 @@ CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
 NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
-_EPOCH = pd.Timestamp("1970-01-01")
 
 
 def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
@@ -113,19 +113,6 @@ def numbers(s: pd.Series) -> np.ndarray:
     return np.where(np.isfinite(v), v, np.nan)
 
 
-def _seconds(s: pd.Series) -> np.ndarray:
-    epoch = _EPOCH.tz_localize("UTC") if getattr(s.dt, "tz", None) is not None else _EPOCH
-    return ((s - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-_DATE_PARTS = {
-    "days": lambda s: _seconds(s) / 86400.0,
-    "month": lambda s: s.dt.month.to_numpy(dtype=np.float64, na_value=np.nan),
-    "weekday": lambda s: s.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan),
-    "hour": lambda s: (s.dt.hour + s.dt.minute / 60.0).to_numpy(dtype=np.float64, na_value=np.nan),
-}
-
-
 @dataclass
 class ColumnPlan:
     """How one source column becomes features."""
@@ -135,8 +122,9 @@ class ColumnPlan:
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
     integer: bool = False                      # numeric with only whole values: round on inverse
-    lower: float = -np.inf                     # numeric: the smallest and largest context value; an inverse
-    upper: float = np.inf                      # ... stays within them (a column never negative gets no negative)
+    lower: float = -np.inf                     # numeric (dates: in days): the smallest and largest context value;
+    upper: float = np.inf                      # ... an inverse stays within them (a count gets no negative)
+    grid: str | None = None                    # datetime: the calendar grid its values lie on (`dates.date_grid`)
     nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
     text: bool = False                         # numbers or dates given as text (date_format for dates)
     date_format: str | None = None
@@ -158,7 +146,7 @@ class ColumnPlan:
         """(N,) float64 values of a number or date column (a date's days since 1970), NaN for missing: what a
         column read as its levels (`levels`) has its levels of. A date's plan has parts (its levels' plan: "days")."""
         if self.parts:
-            return _DATE_PARTS["days"](read_dates(s, self.date_format) if self.date_format is not None else s)
+            return DATE_PARTS["days"](read_dates(s, self.date_format) if self.date_format is not None else s)
         return numbers(parse_numbers(s) if self.text else s)
 
     def encode(self, s: pd.Series) -> np.ndarray:
@@ -171,7 +159,7 @@ class ColumnPlan:
             return codes[:, None]
         if self.date_format is not None:
             s = read_dates(s, self.date_format)
-        return np.column_stack([_DATE_PARTS[p](s) for p in self.parts])
+        return np.column_stack([DATE_PARTS[p](s) for p in self.parts])
 
 
 @dataclass
@@ -215,8 +203,12 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         if n_unique >= ID_MIN_UNIQUE and n_unique >= ID_UNIQUE_SHARE * len(observed):
             return "near-unique text/ID"
     if kind == "datetime":
-        parts = [p for p, f in _DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
-        return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt) if "days" in parts else "constant"
+        parts = [p for p, f in DATE_PARTS.items() if np.nanstd(f(observed)) > 0] if len(observed) else []
+        if "days" not in parts:
+            return "constant"
+        days = DATE_PARTS["days"](observed)
+        return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt, lower=float(np.nanmin(days)),
+                          upper=float(np.nanmax(days)), grid=date_grid(observed))
     if kind == "numeric":
         raw = (parsed if text else pd.to_numeric(s, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
@@ -403,7 +395,7 @@ class TablePreprocessor:
             s = X[c.name]
             nan = s.isna().to_numpy()
             if nan.any() and not c.levels:                # a number's levels: the number itself is filled
-                out[c.name] = _fill(s, nan, _decode(c, raw[:, j:j + k], self.mean_[j:j + k], self.std_[j:j + k]))
+                out[c.name] = _fill(s, nan, _decode(c, raw[:, j:j + k]))
             j += k
         for name, value in self.constants_.items():
             nan = X[name].isna().to_numpy()
@@ -412,7 +404,7 @@ class TablePreprocessor:
         return out
 
 
-def _decode(c: ColumnPlan, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -> pd.Series:
+def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
@@ -423,8 +415,8 @@ def _decode(c: ColumnPlan, raw: np.ndarray, mean: np.ndarray, std: np.ndarray) -
     if c.kind == "categorical":
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
-    lo, hi = mean[0] - CLIP * std[0], mean[0] + CLIP * std[0]      # keep dates within the clip range
-    dates = pd.Series(_EPOCH + pd.to_timedelta(np.round(np.clip(v, lo, hi) * 86400.0), unit="s"))
+    v = np.clip(v, c.lower, c.upper)          # dates too: within the observed range, on the calendar grid of theirs
+    dates = on_grid(pd.Series(EPOCH + pd.to_timedelta(np.round(v * 86400.0), unit="s")), c.grid)
     return dates.dt.strftime(c.date_format).astype(object) if c.text else dates
 
 

@@ -1,0 +1,48 @@
+"""Date columns: the numbers a date is read as (`DATE_PARTS`: its days since 1970, month, weekday and hour), and the
+calendar grid its values lie on (`date_grid`: every value a year's or a month's first day, or a midnight), which a
+filled date keeps (`on_grid`), as a whole-number column's filled cells stay whole
+(docs/decisions/0012-preprocessing.md)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+EPOCH = pd.Timestamp("1970-01-01")
+GRIDS = {"year": "Y", "month": "M", "day": "D"}     # coarsest first; pandas' period of each
+
+
+def seconds(s: pd.Series) -> np.ndarray:
+    """Seconds since 1970-01-01 (UTC for dates with a time zone), NaN for missing."""
+    epoch = EPOCH.tz_localize("UTC") if getattr(s.dt, "tz", None) is not None else EPOCH
+    return ((s - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+DATE_PARTS = {
+    "days": lambda s: seconds(s) / 86400.0,
+    "month": lambda s: s.dt.month.to_numpy(dtype=np.float64, na_value=np.nan),
+    "weekday": lambda s: s.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan),
+    "hour": lambda s: (s.dt.hour + s.dt.minute / 60.0).to_numpy(dtype=np.float64, na_value=np.nan),
+}
+
+
+def _starts(dates: pd.Series, grid: str) -> pd.Series:
+    """The start of the year, month or day each date falls in."""
+    return dates.dt.to_period(GRIDS[grid]).dt.start_time
+
+
+def date_grid(dates: pd.Series) -> str | None:
+    """The coarsest of "year", "month" and "day" whose starts hold every observed date (a monthly series: "month");
+    None where none does, or for dates with a time zone (their midnights are the zone's, not UTC's)."""
+    observed = dates.dropna()
+    if not len(observed) or getattr(observed.dt, "tz", None) is not None:
+        return None
+    return next((g for g in GRIDS if (_starts(observed, g) == observed).all()), None)
+
+
+def on_grid(dates: pd.Series, grid: str | None) -> pd.Series:
+    """Each date at the nearest start of a year, month or day (`grid`; None: as it is)."""
+    if grid is None or not len(dates):
+        return dates
+    before = _starts(dates, grid)
+    after = (dates.dt.to_period(GRIDS[grid]) + 1).dt.start_time
+    return before.where(dates - before <= after - dates, after)
