@@ -24,7 +24,6 @@ from .io import (
     DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_parts, read_table, table_format, write_table,
 )
 from .predictions import Fitted, prediction_frame
-from .progress import SCALE
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
@@ -32,10 +31,11 @@ from .targets import infer_task
 
 
 def _progress(done: int, total: int, msg: str) -> None:
-    """A progress report on one line of stderr: done of total (a percentage where the stream reports a share of
-    the time, `progress.SCALE`), then the message."""
-    count = f"{100 * done / total:3.0f}%" if total == SCALE else f"{done}/{total}"
-    print(f"\r[{count}] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr, flush=True)
+    """A progress report on one line of stderr: the share done as a percentage, then the message. Not "done/total":
+    a stream over runs of different lengths reports other totals as it goes (the imputer's columns went [1/3],
+    [10/15], [3/3]), while its share done never moves back."""
+    print(f"\r[{100 * done / total if total else 100:3.0f}%] {msg}\033[K", end="\n" if done == total else "",
+          file=sys.stderr, flush=True)
 
 
 def local_context_arg(value: str) -> int | str | None:

@@ -1,5 +1,6 @@
 """The `feat` CLI: the three commands over CSV/TSV/Parquet/Excel, and clean errors (exit 2)."""
 import argparse
+import re
 import subprocess
 import sys
 
@@ -69,9 +70,13 @@ def test_predict_says_how_it_read_the_table_and_takes_local_contexts(tmp_path, c
     assert len(pd.read_csv(tmp_path / "p.csv")) == 300
 
 
-def test_impute_parquet(tables):
+def test_impute_parquet(tables, capsys):
     d, holes = tables
     assert main(["impute", str(d / "holes.parquet"), "-o", str(d / "filled.parquet"), "--n-estimators", "1"]) == 0
+    # progress as the share done, which never moves back; its two columns' runs once read [1/3], [10/15], [3/3]
+    err = capsys.readouterr().err
+    shares = [int(v) for v in re.findall(r"\r\[ *(\d+)%\] column", err)]
+    assert shares and shares == sorted(shares) and shares[-1] == 100 and not re.search(r"\[\d+/\d+\]", err)
     out = pd.read_parquet(d / "filled.parquet")
     assert not out.isna().any().any()
     obs = holes["a"].notna()
