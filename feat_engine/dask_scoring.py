@@ -152,5 +152,5 @@ def write_parquet_parts(result: dd.DataFrame, directory: str | os.PathLike, prog
     futures = distributed.get_client().compute(writes)
     for done, _ in enumerate(distributed.as_completed(futures, with_results=True), 1):   # raises a failed part's error
         if progress is not None:
-            progress(done, len(futures), "partitions written")
+            progress(done, len(futures), f"{done} of {len(futures)} partitions written")
     return len(futures)

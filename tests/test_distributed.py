@@ -161,7 +161,7 @@ def test_cli_scores_parquet_parts_like_one_file(cluster, tmp_path, capsys):
     assert main([*args, "--query", str(tmp_path / "parts" / "*.parquet"), "-o", str(tmp_path / "out"),
                  "--scheduler", cluster.scheduler.address]) == 0
     err = capsys.readouterr().err
-    assert "scoring 3 partition(s)" in err and "[3/3] partitions written" in err and "wrote " in err
+    assert "scoring 3 partition(s)" in err and "[100%] 3 of 3 partitions written" in err and "wrote " in err
     files = sorted(os.listdir(tmp_path / "out"))
     assert files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     got = pd.concat([pd.read_parquet(tmp_path / "out" / f) for f in files], ignore_index=True)

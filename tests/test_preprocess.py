@@ -168,8 +168,9 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
 
 
 def test_inverse_keeps_each_number_within_its_columns_support():
-    """Model values far outside a column's observed range come back at its bounds, whole where it is whole: a
-    count never below zero stays non-negative, a rating on 1-5 within 1-5, a share within its range."""
+    """Model values far outside a column's observed range come back at its bounds, at the decimals its values carry
+    (whole where it is whole): a count never below zero stays non-negative, a rating on 1-5 within 1-5, a share of
+    two decimals within its range and at two decimals."""
     df = pd.DataFrame({"count": [0, 3, 7, 12, 40, 2], "rating": [1, 5, 3, 4, 2, 3],
                        "share": [0.05, 0.5, 0.25, 0.75, 0.3, 0.6]}, dtype=float)
     pre = TablePreprocessor().fit(df)
@@ -178,6 +179,7 @@ def test_inverse_keeps_each_number_within_its_columns_support():
     out = pre.inverse_transform(np.array([[-4.9] * 3, [4.9] * 3, [0.37] * 3] + [[0.0] * 3] * 3), holes)
     assert out["count"].iloc[:2].tolist() == [0.0, 40.0] and out["rating"].iloc[:2].tolist() == [1.0, 5.0]
     assert out["share"].iloc[:2].tolist() == [0.05, 0.75] and out["count"].iloc[2] == round(out["count"].iloc[2])
+    assert out["share"].iloc[2] == round(out["share"].iloc[2], 2) != round(out["share"].iloc[2], 1)   # its decimals
     pd.testing.assert_frame_equal(out.iloc[3:], df.iloc[3:])
 
 

@@ -25,6 +25,7 @@ CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
 NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
+MAX_DECIMALS = 4              # a numeric column whose values carry at most this many decimals gets its fills rounded
 
 
 def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
@@ -121,7 +122,8 @@ class ColumnPlan:
     kind: str                                  # numeric | categorical | datetime
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
-    integer: bool = False                      # numeric with only whole values: round on inverse
+    integer: bool = False                      # numeric with only whole values
+    decimals: int | None = None                # numeric: the most decimals its values carry (None: past MAX_DECIMALS)
     lower: float = -np.inf                     # numeric (dates: in days): the smallest and largest context value;
     upper: float = np.inf                      # ... an inverse stays within them (a count gets no negative)
     grid: str | None = None                    # datetime: the calendar grid its values lie on (`dates.date_grid`)
@@ -216,8 +218,9 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         v = raw[np.isfinite(raw)]
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
-        return ColumnPlan(s.name, kind, integer=bool(np.all(v == np.round(v))), lower=float(v.min()),
-                          upper=float(v.max()), text=text, number_format=shape)
+        d = next((d for d in range(MAX_DECIMALS + 1) if np.allclose(v * 10.0**d, np.round(v * 10.0**d), 1e-9, 0)), None)
+        return ColumnPlan(s.name, kind, integer=d == 0, decimals=d, lower=float(v.min()), upper=float(v.max()),
+                          text=text, number_format=shape)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     marks = cats[missing_marks(pd.Series(cats), CATEGORY_MARKS).to_numpy()]
     if len(marks):                                     # "?" is no category: read as missing
@@ -408,8 +411,8 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
-        v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, whole numbers kept whole
-        v = np.round(v) if c.integer else v
+        v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, at its decimals (whole
+        v = v if c.decimals is None else np.round(v, c.decimals)          # numbers whole: a count of 2.7 is no count)
         shape = c.number_format or ("{:.0f}" if c.integer else "{:.6g}")
         return pd.Series([shape.format(x) for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
