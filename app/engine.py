@@ -284,12 +284,11 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
     if not kinds:
         return None
     names = {"trees": "boosted trees", "additive": "a smooth additive model"}
-    if len(kinds) == 1:
-        (kind,) = kinds
-        model, the_model = names[kind], {"trees": "the boosted trees", "additive": "the smooth additive model"}[kind]
-    else:   # the runs (the classes of a multiclass target, each against the rest) chose different kinds
-        model, the_model = (f"{a} classical model (boosted trees or a smooth additive model, whichever did better on "
-                            "rows it had not learned from)" for a in ("a", "the"))
+    # the runs (the classes of a multiclass target, each against the rest) may have chosen different kinds
+    either = "a classical model (boosted trees or a smooth additive model, whichever did better on rows it had not " \
+             "learned from)"
+    model = names[next(iter(kinds))] if len(kinds) == 1 else either
+    the_model = "the " + model.removeprefix("a ")
     beside = {r.beside.kind for inputs in est.run_inputs_ for r in inputs.values() if r.beside is not None}
     said = f"FEAT also fitted {model} to the example rows and read its prediction as one more column"
     if beside:

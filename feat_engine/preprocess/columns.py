@@ -122,7 +122,6 @@ class ColumnPlan:
     kind: str                                  # numeric | categorical | datetime
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
-    integer: bool = False                      # numeric with only whole values
     decimals: int | None = None                # numeric: the most decimals its values carry (None: past MAX_DECIMALS)
     lower: float = -np.inf                     # numeric (dates: in days): the smallest and largest context value;
     upper: float = np.inf                      # ... an inverse stays within them (a count gets no negative)
@@ -132,6 +131,11 @@ class ColumnPlan:
     date_format: str | None = None
     number_format: str | None = None           # numbers given as text with signs or grouping (`number_format`)
     levels: bool = False                       # a whole-number column's values read again as nominal levels
+
+    @property
+    def integer(self) -> bool:
+        """A numeric column of whole values only."""
+        return self.decimals == 0
 
     def features(self) -> list[str]:
         if self.levels:
@@ -219,8 +223,8 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
         d = next((d for d in range(MAX_DECIMALS + 1) if np.allclose(v * 10.0**d, np.round(v * 10.0**d), 1e-9, 0)), None)
-        return ColumnPlan(s.name, kind, integer=d == 0, decimals=d, lower=float(v.min()), upper=float(v.max()),
-                          text=text, number_format=shape)
+        return ColumnPlan(s.name, kind, decimals=d, lower=float(v.min()), upper=float(v.max()), text=text,
+                          number_format=shape)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     marks = cats[missing_marks(pd.Series(cats), CATEGORY_MARKS).to_numpy()]
     if len(marks):                                     # "?" is no category: read as missing

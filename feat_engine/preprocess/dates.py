@@ -43,6 +43,6 @@ def on_grid(dates: pd.Series, grid: str | None) -> pd.Series:
     """Each date at the nearest start of a year, month or day (`grid`; None: as it is)."""
     if grid is None or not len(dates):
         return dates
-    before = _starts(dates, grid)
-    after = (dates.dt.to_period(GRIDS[grid]) + 1).dt.start_time
+    period = dates.dt.to_period(GRIDS[grid])
+    before, after = period.dt.start_time, (period + 1).dt.start_time
     return before.where(dates - before <= after - dates, after)
