@@ -81,6 +81,16 @@ def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFra
     return out
 
 
+def as_written(original: pd.DataFrame, frame: pd.DataFrame, mask: pd.DataFrame,
+               formats: dict) -> tuple[pd.DataFrame, dict]:
+    """`frame` (rows and columns of `original` as the app reads them) with each column the file holds as text written
+    as the file writes it (`merge_columns`; cells `mask` marks as filled in the column's way), and the `formats` of
+    the columns still read as numbers or dates: a view shows what its download holds ("2015-01-01", "11:38:36", not
+    "2015-01-01 00:00:00", "1900-01-01 11:38:36")."""
+    out = merge_columns(original.loc[frame.index, list(frame.columns)], frame, mask)
+    return out, {c: f for c, f in formats.items() if c in out and out[c].dtype == frame[c].dtype}
+
+
 def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
     """`values` (numbers or dates read from the text column s) as text the way s writes them."""
     if pd.api.types.is_datetime64_any_dtype(values):

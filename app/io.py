@@ -23,7 +23,7 @@ from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
-from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, missing_marks, numbers_in_text,
+from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, date_words, missing_marks, numbers_in_text,
                                     parse_numbers, plan_column, read_dates)
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
@@ -203,7 +203,8 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         return "ignore", {"near-unique text/ID": "nearly unique text (an id or free text)"}.get(plan, plan)
     if plan.kind == "datetime":
         if plan.text:
-            return "numeric", f"dates as text ({plan.date_format}; the engine expands them into numeric parts)"
+            return "numeric", (f"{date_words(plan.date_format)} as text ({plan.date_format}; the engine expands them "
+                               "into numeric parts)")
         return "numeric", "date/time (the engine expands it into numeric parts)"
     if plan.kind == "numeric":
         if plan.text:
@@ -216,7 +217,7 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
     marks = f"; {_marks_held(nn, marked)}, read as empty" if marked.any() else ""
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "categorical", "category dtype" + marks
-    return "categorical", f"text with {nn[~marked].nunique()} distinct values" + marks
+    return "categorical", f"text with {nn[~marked].nunique():,} distinct values" + marks
 
 
 def _marks_held(s: pd.Series, marked: pd.Series) -> str:
@@ -287,7 +288,7 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
             bad = s.notna() & num.isna()
             if bad.any():
                 ex = ", ".join(repr(v) for v in s[bad].astype(str).unique()[:3])
-                what = "numbers" if fmt is None else f"dates ({fmt})"
+                what = "numbers" if fmt is None else f"{date_words(fmt)} ({fmt})"
                 notes.append(f"column {c!r}: {int(bad.sum())} values are not {what} (e.g. {ex}) and are treated as missing")
             s = num
         elif t == "numeric" and pd.api.types.is_bool_dtype(s):
@@ -297,7 +298,9 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
                      or numbers_in_text(s) is not None):
             s = s.astype("category")
         elif t == "categorical" and (fmt := date_format(s)) is not None:
-            notes.append(f"column {c!r} holds dates ({fmt}): FEAT reads them as dates (their day, month and weekday), "
+            words = date_words(fmt)
+            parts = "their day, month and weekday" if words == "dates" else "their hour"
+            notes.append(f"column {c!r} holds {words} ({fmt}): FEAT reads them as {words} ({parts}), "
                          "and in Predict as categories as well where that tells more about the target")
         elif t == "categorical" and column_kind(s) == "categorical" \
                 and (marked := missing_marks(s, CATEGORY_MARKS)).any():

@@ -22,6 +22,8 @@ _NOTE_WORDS = [
      r"about other rows"),
     (re.compile(r"\bdropped constant \(or empty\) columns (.+): they carry no information"),
      r"left out the columns \1: every cell holds the same value, or none"),
+    (re.compile(r"^columns (.+) were dropped \(.+\) and keep their missing cells$"),
+     r"the empty cells of the columns \1 stay empty: FEAT leaves those columns out"),
     (re.compile(r"\bquery columns differ from the context's\b"),
      "the columns of the rows to predict differ from the example rows'"),
     (re.compile(r"\bcontext rows\b"), "example rows"),

@@ -7,6 +7,7 @@ import pandas as pd
 
 from app.numbers import column_format
 from feat_engine.preprocess import date_format, numbers_in_text, read_dates
+from feat_engine.preprocess.dates import date_grid
 
 BINS = 20       # histogram bars of a number or date column
 TOP = 10        # level bars of any other column
@@ -32,7 +33,12 @@ def describe(s: pd.Series, kind: str) -> str:
         return "every cell is empty"
     values = _quantities(s, kind)
     if values is not None and pd.api.types.is_datetime64_any_dtype(values):
-        return f"from {values.min()} to {values.max()}"
+        if not pd.api.types.is_datetime64_any_dtype(s):
+            fmt = date_format(s)                     # as the column writes them (a time of day alone, not in 1900)
+        else:
+            fmt = "%Y-%m-%d" if date_grid(values) else None                      # midnights: the day alone
+        lo, hi = values.min(), values.max()
+        return f"from {lo.strftime(fmt)} to {hi.strftime(fmt)}" if fmt else f"from {lo} to {hi}"
     if values is not None:
         x = values.to_numpy(dtype=float)
         fmt = column_format(values, s.name)

@@ -137,18 +137,14 @@ def sniff_delimiter(text: str) -> str:
     return best
 
 
-def _header_cells(text: str, delimiter: str) -> list[str]:
-    """The first non-blank row of `text`, split by `delimiter`."""
-    for row in csv.reader(io.StringIO(text), delimiter=delimiter):
-        if any(c.strip() for c in row):
-            return row
-    return []
+def _lines(text: str) -> io.StringIO:
+    """`text` as the csv module reads a file: a line break of any kind inside a quoted value stays in the value."""
+    return io.StringIO(text, newline="")
 
 
-def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
-    """Lines above the table in a text file's head (a title, blank lines: rows with fewer fields, and fewer up to the
-    last one written, than most of the first HEAD_ROWS rows have), and what each row of them says."""
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+def _head_rows(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+    """The first HEAD_ROWS non-blank rows of a text file's head, each with the line it starts on."""
+    reader = csv.reader(_lines(text), delimiter=delimiter)
     rows, start = [], 0
     for row in reader:
         if any(c.strip() for c in row):
@@ -156,6 +152,13 @@ def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
             if len(rows) == HEAD_ROWS:
                 break
         start = reader.line_num
+    return rows
+
+
+def _preamble(text: str, delimiter: str) -> tuple[int, list[str]]:
+    """Lines above the table in a text file's head (a title, blank lines: rows with fewer fields, and fewer up to the
+    last one written, than most of the first HEAD_ROWS rows have), and what each row of them says."""
+    rows = _head_rows(text, delimiter)
     if not rows:
         return 0, []
     fields = [len(r) for _, r in rows]
@@ -174,7 +177,7 @@ def _no_header(text: str, delimiter: str) -> bool:
     """Whether the first row of the text file's head is data, not names: no cell reads as a name (a cell is data where
     it is a number with decimals over numbers, or a value its column holds below; a whole number over numbers, as a
     year, proves nothing), and some cell is data or the row repeats a cell."""
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if any(c.strip() for c in r)][:HEAD_ROWS]
+    rows = [r for _, r in _head_rows(text, delimiter)]
     if len(rows) < 3:
         return False
     first, below = [c.strip() for c in rows[0]], [[c.strip() for c in r] for r in rows[1:]]
@@ -215,19 +218,22 @@ def _read_text(data: bytes, name: str, fmt: str, delimiter: str, encoding: str) 
         head = data[:SNIFF_BYTES].decode(enc, errors="ignore")
     except LookupError:
         raise TableError(f"{name}: unknown encoding {enc!r}.", f"Give one of {', '.join(ENCODINGS)}, or auto.") from None
+    ends = "\n" if b"\r" in data and b"\n" in data and b"\r\n" not in data else None   # lines end in \n alone:
+    if ends:                                    # a carriage return is part of a value (pandas' to_csv leaves it bare)
+        head = head.replace("\r", " ")
     if delimiter == "auto":
         sep = "\t" if fmt == "tsv" else sniff_delimiter(head)
     else:
         sep = delimiter
     skip, above = _preamble(head, sep)
-    body = head.split("\n", skip)[-1] if skip else head
-    header = _header_cells(body, sep)
+    body = "".join(_lines(head).readlines()[skip:])
+    header = next((r for _, r in _head_rows(body, sep)), [])
     headless = _no_header(body, sep)
     if not headless:
         _check_header(header, name)
     try:
         df = pd.read_csv(io.BytesIO(data), sep=sep, encoding=enc, engine="c", skip_blank_lines=True, low_memory=False,
-                         header=None if headless else "infer", skiprows=skip)
+                         header=None if headless else "infer", skiprows=skip, lineterminator=ends)
     except UnicodeDecodeError as e:
         raise TableError(f"{name}: cannot decode the bytes as {enc} ({e}).",
                          "Give another encoding, or leave the encoding on auto.") from None

@@ -901,6 +901,31 @@ def test_masking_demo_words_fit_and_name_where_feat_does_worse(monkeypatch):
     assert lab_words(at) == []
 
 
+def test_masking_demo_scores_dates_in_days_and_leaves_out_what_feat_does_not_read():
+    """Dates and times of day the file writes as text are scored by NRMSE in days, not by exact-match accuracy, and
+    shown as the file writes them; an id column FEAT does not read is not scored (every method scored 0 there)."""
+    df = small_table(120)
+    df["day"] = pd.date_range("2024-01-01", periods=120, freq="D").strftime("%Y-%m-%d")
+    df["at"] = pd.date_range("2024-01-01 08:00", periods=120, freq="7min").strftime("%H:%M:%S")
+    df["ticket"] = [f"T-{min(i, 100) % 100:05d}" for i in range(120)]     # a category of the table, but an id
+    df.loc[100:, df.columns[0]] = np.nan                                     # in its complete rows, which the demo uses
+    at = new_app()
+    upload(at, "tickets.csv", csv(df))
+    at.switch_page("views/masking.py").run()
+    at.number_input(key="mask_nest").set_value(1)
+    at.multiselect(key="mask_methods").set_value(["mean/mode"])
+    at.button(key="mask_run").click().run()
+    no_trouble(at)
+    scores = at.session_state["result:masking"]["scores"]
+    metric_of = scores.drop_duplicates("column").set_index("column")["metric"]
+    assert metric_of["day"] == metric_of["at"] == "NRMSE" and "ticket" not in metric_of.index
+    assert "FEAT: ticket is not scored: FEAT does not read it and leaves the hidden cells empty." in \
+        [w.value for w in at.warning]
+    shown = [d.value for d in at.dataframe if "day" in d.value.columns]
+    assert len(shown) == 3 and all(d["day"].dropna().str.fullmatch(r"\d{4}-\d{2}-\d{2}").all() for d in shown)
+    assert all(d["at"].dropna().str.fullmatch(r"\d{2}:\d{2}:\d{2}").all() for d in shown)
+
+
 def test_impute_and_data_views_speak_without_the_labs_words():
     at = new_app()
     upload(at, "holes.csv", csv(small_table(60, missing=0.1)))

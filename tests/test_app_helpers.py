@@ -541,6 +541,15 @@ def test_predictions_frame_and_merge_and_highlight():
     done = pd.DataFrame({"fee": [1000.5, 2345.678, 7.0, 20.0], "n": [1.0, 2.0, 3.0, 4.0]})
     m = downloads.merge_columns(money, done, pd.DataFrame({"fee": [False, True, True, False], "n": [False, True] * 2}))
     assert m["fee"].tolist() == ["$1,000.50", "$2,345.68", "$7.00", "$20.00"] and m["n"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    # a view shows what the download holds: dates and times of day the file writes as text, as it writes them (the
+    # Impute view showed "2015-01-01 00:00:00" and "1900-01-01 17:01:39"); numbers keep their formats
+    file = pd.DataFrame({"day": ["2015-01-01", None], "at": ["11:38:36", None], "x": [1.5, np.nan]}, index=[4, 7])
+    read = pd.DataFrame({"day": pd.to_datetime(["2015-01-01", "2015-01-02"]),
+                         "at": pd.to_datetime(["1900-01-01 11:38:36", "1900-01-01 17:01:39"]), "x": [1.5, 2.0]},
+                        index=[4, 7])
+    shown, formats = downloads.as_written(file, read, file.isna(), {"day": str, "at": str, "x": "{:.2f}".format})
+    assert shown["day"].tolist() == ["2015-01-01", "2015-01-02"] and shown["at"].tolist() == ["11:38:36", "17:01:39"]
+    assert shown["x"].tolist() == [1.5, 2.0] and list(formats) == ["x"]
     sty = downloads.highlight(filled, orig[["a", "b"]].isna())
     html = sty.to_html()
     css = html.split("</style>")[0]
@@ -702,7 +711,10 @@ def test_column_summaries_show_each_kind_in_its_own_terms():
     assert len(bars["day"]) == summary.BINS and sum(bars["day"]) == 300 and max(bars["day"]) <= 16  # spread in time
     assert sum(bars["n"]) == 200 and bars["cat"] == [200, 90, 10] and bars["flag"] == [250, 50] and bars["empty"] == []
     assert summary.describe(df["n"], "numeric") == "min 1 · median 3 · max 5"
-    assert summary.describe(df["day"], "numeric") == "from 2024-01-01 00:00:00 to 2024-10-26 00:00:00"
+    assert summary.describe(df["day"], "numeric") == "from 01/01/2024 to 26/10/2024"          # as the column writes them
+    assert summary.describe(pd.to_datetime(df["day"], dayfirst=True), "numeric") == "from 2024-01-01 to 2024-10-26"
+    times = pd.Series(["9:05 PM", "10:15 AM", "11:59 PM", None])                           # not days of 1900
+    assert summary.describe(times, "numeric") == "from 10:15 AM to 11:59 PM"
     assert summary.describe(df["cat"], "categorical") == "a 67%, b 30%, c 3%"
     assert summary.describe(df["cat"], "ignore") == "a 67%, b 30%, c 3%"
     assert summary.describe(df["empty"], "numeric") == "every cell is empty"
@@ -835,6 +847,7 @@ def test_engine_notes_in_an_analysts_words():
                       "unexpected ['z'].")
     for note in (said, note_words("dropped near-unique text/ID columns ['id']: they cannot generalise"),
                  note_words("dropped constant (or empty) columns ['k']: they carry no information"),
+                 note_words("columns ['id'] were dropped (near-unique text/ID) and keep their missing cells"),
                  note_words("column 'bwt' gives the target away: a threshold on it separates the classes on every "
                             "context row")):
         assert "query" not in note and "context" not in note and "dropped" not in note, note

@@ -77,6 +77,17 @@ def test_lines_above_the_table_are_skipped_and_named():
     assert list(trailing.df.columns) == ["a", "b"] and not trailing.notes
 
 
+def test_line_breaks_inside_values_stay_in_them():
+    """Free text with line breaks, as pandas writes it: a quoted \\n, and a bare \\r in a file whose lines end in
+    \\n (it stopped the upload with "new-line character seen in unquoted field", or split the row in two)."""
+    notes = pd.DataFrame({"text": ["first\nsecond", "one\rtwo", "plain"], "likes": [3, 4, 5]})
+    for sep in (",", ";"):
+        got = load_table(notes.to_csv(index=False, sep=sep).encode(), "notes.csv")
+        pd.testing.assert_frame_equal(got.df, notes, check_dtype=False)
+    windows = load_table(b'text,likes\r\n"a\r\nb",3\r\nc,4\r\nd,5\r\n', "windows.csv")      # \r\n lines: as before
+    assert windows.df["likes"].tolist() == [3, 4, 5] and list(windows.df.columns) == ["text", "likes"]
+
+
 def test_given_options_override_detection():
     data = _text(FRAME, ";", "latin-1")
     assert load_table(data, "t.csv", delimiter=";", encoding="latin-1").df.equals(FRAME)

@@ -112,6 +112,25 @@ def test_numbers_and_dates_written_as_text_are_read_as_such_with_a_warning():
     assert out.loc[0, "when"] == df.loc[0, "when"] and out["when"].dtype == df["when"].dtype
 
 
+def test_times_of_day_written_as_text_are_read_as_hours_and_filled_as_written():
+    """"11:38:36" or "9:05 PM" is a time of day (it was a category of thousands of levels, each new one read as
+    empty); a score such as "2:1" stays a category."""
+    n = 40
+    times = pd.date_range("2024-01-01 08:00", periods=n, freq="17min")
+    df = pd.DataFrame({"at": times.strftime("%H:%M:%S"), "pm": times.strftime("%I:%M %p"),
+                       "score": [f"{i % 4}:{i % 3}" for i in range(n)]})
+    with pytest.warns(FEATDataWarning) as rec:
+        pre = TablePreprocessor().fit(df)
+    assert "'at' holds times of day (%H:%M:%S)" in " ".join(str(w.message) for w in rec)
+    assert pre.feature_names_ == ["at.days", "at.hour", "pm.days", "pm.hour", "score"]
+    raw = pre.encode(df)
+    assert raw["at.hour"].iloc[1] == pytest.approx(8 + 17 / 60) and raw["pm.hour"].iloc[-1] == pytest.approx(19 + 3 / 60)
+    holes = df.copy()
+    holes.loc[5, ["at", "pm"]] = None
+    out = pre.inverse_transform(pre.transform(df), holes)
+    assert out.loc[5, "at"] == df.loc[5, "at"] and out.loc[5, "pm"] == df.loc[5, "pm"]
+
+
 def test_a_question_mark_in_a_column_of_categories_or_a_class_target_is_missing_and_none_is_a_category():
     df = pd.DataFrame({"work": [" Private", " ?", " Gov", " Self"] * 10, "pool": ["none", "yes"] * 20,
                        "kind": pd.Categorical(["a", "?", "b", "b"] * 10)})

@@ -80,10 +80,10 @@ if left:
 
 st.markdown("#### Imputed cells (highlighted), rows that had a missing value")
 rows = mask.any(axis=1)
-shown = filled.loc[rows].head(200)
 known = table if list(table.columns) == list(filled.columns) else filled     # each column written as its known cells
-st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=numbers.formats_for(known)), width="stretch",
-             height=320, placeholder="")
+shown, formats = downloads.as_written(ds["df"], filled.loc[rows].head(200), mask, numbers.formats_for(known))
+st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=formats), width="stretch", height=320,
+             placeholder="")
 
 st.markdown("#### How sure FEAT is of each filled cell")
 sure = engine.confidence_table(filled, mask, res["confidence"], res["types"])

@@ -12,6 +12,31 @@ from app import baselines, downloads, engine, figures, metrics, numbers, state
 from app.notes import worse_than
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
+from feat_engine.preprocess.dates import DATE_PARTS, EPOCH
+
+
+def in_days(df: pd.DataFrame, dated: list) -> pd.DataFrame:
+    """df with its date columns `dated` as days since 1970: the numbers the baselines fill and NRMSE scores."""
+    out = df.copy()
+    for c in dated:
+        out[c] = DATE_PARTS["days"](df[c])
+    return out
+
+
+def as_dates(df: pd.DataFrame, like: pd.DataFrame, dated: list) -> pd.DataFrame:
+    """df's columns `dated`, days since 1970 (`in_days`), as dates again, in the time zone of `like`'s."""
+    out = df.copy()
+    for c in dated:
+        days = pd.Series(EPOCH + pd.to_timedelta(np.round(df[c].to_numpy(dtype=float) * 86400.0), unit="s"),
+                         index=df.index)
+        zone = like[c].dt.tz
+        out[c] = days if zone is None else days.dt.tz_localize("UTC").dt.tz_convert(zone)
+    return out
+
+
+def _names(columns: list) -> str:
+    return ", ".join(map(str, columns))
+
 
 ds, table = state.open_page("Masking demo")
 complete = table.dropna()
@@ -63,8 +88,10 @@ if go:
     try:
         from feat_engine.prior.masks import make_mask
         truth = complete if len(complete) <= max_rows else complete.sample(int(max_rows), random_state=int(seed)).sort_index()
-        kinds = {c: ("numeric" if pd.api.types.is_numeric_dtype(truth[c]) and not pd.api.types.is_bool_dtype(truth[c])
-                     else "categorical") for c in truth.columns}
+        dated = [c for c in truth.columns if pd.api.types.is_datetime64_any_dtype(truth[c])]   # scored in days
+        kinds = {c: ("numeric" if c in dated or (pd.api.types.is_numeric_dtype(truth[c])
+                                                 and not pd.api.types.is_bool_dtype(truth[c])) else "categorical")
+                 for c in truth.columns}
         mask = make_mask(truth.shape, float(rate), np.random.default_rng(int(seed)), mix=MIXES[mix_name])
         full_rows = mask.all(axis=1)
         if full_rows.any():  # a row with every cell hidden has nothing to condition on; keep one cell
@@ -82,7 +109,7 @@ if go:
                 st.write(f"{m} ...")
                 t0 = time.perf_counter()
                 try:
-                    filled[m] = baselines.BASELINE_IMPUTERS[m](masked, kinds)
+                    filled[m] = as_dates(baselines.BASELINE_IMPUTERS[m](in_days(masked, dated), kinds), truth, dated)
                     secs[m] = time.perf_counter() - t0
                 except Exception as e:  # a baseline failing must not hide FEAT's result
                     st.warning(f"{m} failed on this table ({type(e).__name__}: {str(e)[:200]}); left out.")
@@ -90,12 +117,18 @@ if go:
     except (aio.TableError, engine.EngineError, ValueError) as e:
         state.show_error(e)
     else:
-        scored = [c for c in truth.columns if truth[c].nunique(dropna=False) > 1]   # one value: nothing to score
-        if len(scored) < truth.shape[1]:
-            notes.append(f"{', '.join(map(str, (c for c in truth.columns if c not in scored)))} hold(s) one value in "
-                         "the rows used, so filling them is trivially right and they are not scored.")
+        one = [c for c in truth.columns if truth[c].nunique(dropna=False) < 2]        # one value: nothing to score
+        unread = [c for c in truth.columns if c not in one and (filled["FEAT"][c].isna() & masked[c].isna()).any()]
+        scored = [c for c in truth.columns if c not in one + unread]
+        if one:
+            notes.append(f"{_names(one)} {'holds' if len(one) == 1 else 'hold'} one value in the rows used, so "
+                         f"filling {'it' if len(one) == 1 else 'them'} is trivially right: not scored.")
+        if unread:                 # a column the engine leaves out (an id): every method would score nothing there
+            notes.append(f"{_names(unread)} {'is' if len(unread) == 1 else 'are'} not scored: FEAT does not read "
+                         f"{'it' if len(unread) == 1 else 'them'} and leaves the hidden cells empty.")
         at = [truth.columns.get_loc(c) for c in scored]
-        scores = pd.concat([metrics.imputation_scores(truth[scored], f[scored], mask[:, at], kinds).assign(method=m)
+        scores = pd.concat([metrics.imputation_scores(in_days(truth, dated)[scored], in_days(f, dated)[scored],
+                                                      mask[:, at], kinds).assign(method=m)
                             for m, f in filled.items()], ignore_index=True)
         state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
@@ -145,15 +178,16 @@ truth, masked = res["truth"], res["masked"]
 hidden = pd.DataFrame(mask, index=truth.index, columns=truth.columns)
 sample_idx = hidden.index[hidden.any(axis=1)][:10]
 method = st.selectbox("Show the cells filled by", list(res["filled"]), key="mask_show_method")
-written = numbers.formats_for(truth)      # the three tables write each column alike: as its true values are written
+# the three tables write each column alike, as the file writes its values
+before, written = downloads.as_written(ds["df"], truth.loc[sample_idx], hidden & False, numbers.formats_for(truth))
+given = downloads.as_written(ds["df"], masked.loc[sample_idx], hidden, {})[0]
+after = downloads.as_written(ds["df"], res["filled"][method].loc[sample_idx], hidden, {})[0]
 st.caption("Before: the original values, hidden cells highlighted")
-st.dataframe(downloads.highlight(truth.loc[sample_idx], hidden.loc[sample_idx], formats=written), width="stretch",
-             placeholder="")
+st.dataframe(downloads.highlight(before, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
 st.caption("Hidden: what the imputers were given")
-st.dataframe(numbers.style(masked.loc[sample_idx], written), width="stretch", placeholder="")
+st.dataframe(numbers.style(given, written), width="stretch", placeholder="")
 st.caption(f"After: filled by {method}, filled cells highlighted")
-st.dataframe(downloads.highlight(res["filled"][method].loc[sample_idx], hidden.loc[sample_idx], formats=written),
-             width="stretch", placeholder="")
+st.dataframe(downloads.highlight(after, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
 mask_matrix = figures.missingness_matrix(masked.isna(), n_rows=200, seed=0)
 st.plotly_chart(mask_matrix.update_layout(title="The mask (dark = hidden)"), width="stretch", key="mask_matrix")
 state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")

@@ -18,8 +18,8 @@ from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
 from .dates import DATE_PARTS, EPOCH, date_grid, on_grid
-from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, missing_marks, number_format, numbers_in_text,
-                          parse_numbers, read_dates)
+from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, missing_marks, number_format,
+                          numbers_in_text, parse_numbers, read_dates)
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -199,7 +199,7 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
     text = parsed is not None
     shape = number_format(s) if text and kind == "numeric" else None
     if text:
-        how = f"dates ({fmt})" if kind == "datetime" else \
+        how = f"{date_words(fmt)} ({fmt})" if kind == "datetime" else \
             "numbers" + (f" such as {str(s[parsed.notna()].iloc[0]).strip()!r}" if shape else "")
         written = "categories" if isinstance(s.dtype, pd.CategoricalDtype) else "text"
         warnings.warn(f"column {s.name!r} holds {how} as {written} and is read as such{_unparsed(s, parsed)}",

@@ -111,11 +111,22 @@ def _marks(text: pd.Series, marks: set[str] = MISSING_MARKS) -> np.ndarray:
     return text.str.lower().isin(marks).to_numpy()
 
 
+# times of day alone ("11:38:36", "9:05 PM"), which pandas' format guess does not read: the first that holds most
+TIME_FORMATS = ("%H:%M:%S", "%H:%M", "%H:%M:%S.%f", "%I:%M:%S %p", "%I:%M %p", "%I:%M%p")
+_TIME = r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s?([AaPp][Mm])?"     # minutes in two digits: a score "2:1" is no time
+
+
+def date_words(fmt: str) -> str:
+    """What a column written in the strftime format `fmt` holds, in words: "times of day" where it writes no year,
+    month or day, else "dates"."""
+    return "dates" if any(d in fmt for d in ("%Y", "%y", "%m", "%d", "%b", "%B", "%j")) else "times of day"
+
+
 def date_format(s: pd.Series) -> str | None:
-    """The strftime format of a text column (or a category of text levels) whose observed values are dates written one
-    way (guessed from its first value, month or day first, and at least TEXT_PARSE_SHARE of them parse with it, not
-    counting `MISSING_MARKS`), else None. Ask `numbers_in_text` first: a column of numbers such as 20240131 is
-    numbers, not dates."""
+    """The strftime format of a text column (or a category of text levels) whose observed values are dates or times of
+    day written one way (guessed from its first value, month or day first, or one of `TIME_FORMATS`; at least
+    TEXT_PARSE_SHARE of them parse with it, not counting `MISSING_MARKS`), else None. Ask `numbers_in_text` first: a
+    column of numbers such as 20240131 is numbers, not dates."""
     if not _may_hold_dates(s) or s.dropna().empty:
         return None
     if isinstance(s.dtype, pd.CategoricalDtype):            # each level once, counted on the codes
@@ -128,13 +139,16 @@ def date_format(s: pd.Series) -> str | None:
         return None
     first = str(counts.index[0])
     best, share = None, 0.0
-    for dayfirst in (False, True):
-        with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
-            warnings.simplefilter("ignore", UserWarning)
-            fmt = pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst)
-        if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H")):   # a bare year is a number
+    with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
+        warnings.simplefilter("ignore", UserWarning)
+        guessed = [pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst) for dayfirst in (False, True)]
+    for fmt in guessed + list(TIME_FORMATS):
+        if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H", "%I")):   # a bare year is a number
             continue
-        parsed = counts[pd.to_datetime(counts.index, format=fmt, errors="coerce").notna()].sum() / counts.sum()
+        read = pd.to_datetime(counts.index, format=fmt, errors="coerce").notna()
+        if fmt in TIME_FORMATS:
+            read &= counts.index.str.fullmatch(_TIME)
+        parsed = counts[read].sum() / counts.sum()
         if parsed > share:
             best, share = fmt, parsed
     return best if share >= TEXT_PARSE_SHARE else None
