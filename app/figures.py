@@ -157,6 +157,15 @@ def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", divergi
     return fig
 
 
+HALF_WIDTH_LABELS = 20    # columns a heatmap half the page wide labels at 16 px each; more take the page's width
+
+
+def heatmaps_per_row(n: int) -> int:
+    """Heatmaps of n columns side by side: two, or one where half the page would crowd the x axis' labels (RandHIE's
+    44 columns overlapped at 7 px a label)."""
+    return 2 if n <= HALF_WIDTH_LABELS else 1
+
+
 def heatmap_height(n: int) -> int:
     """Pixels of a heatmap of n columns: at least 16 per label (every label shown), and room for the titles."""
     return max(440, 16 * n + 220)

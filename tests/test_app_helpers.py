@@ -370,6 +370,7 @@ def test_heatmap_spec_and_parts():
     assert figures.asymmetric_part(a, "AT").loc["a1", "a2"] == a.loc["a2", "a1"]
     dfig = figures.heatmap(diff, order, diverging=True)
     assert dfig.data[0].zmid == 0
+    assert figures.heatmaps_per_row(figures.HALF_WIDTH_LABELS) == 2 and figures.heatmaps_per_row(44) == 1
     with pytest.raises(ValueError):
         figures.asymmetric_part(a, "B")
 
