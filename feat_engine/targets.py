@@ -166,8 +166,8 @@ def warn_dominant(v: np.ndarray, index: pd.Index, name: str) -> None:
         return
     rest, row = np.delete(v, i), index[i]
     row = row.item() if isinstance(row, np.generic) else row
-    warnings.warn(f"target {name!r}: the context row {row!r} holds {v[i]:.6g}, far outside the others "
-                  f"({rest.min():.6g} to {rest.max():.6g}), and more of the target's spread than all of them "
+    warnings.warn(f"target {name!r}: the context row {row!r} holds {v[i]:,.6g}, far outside the others "
+                  f"({rest.min():,.6g} to {rest.max():,.6g}), and more of the target's spread than all of them "
                   "together: FEAT reads the target on that value's scale and tells the others apart less. If it is a "
                   "typo or a code for unknown (999999), fix it or leave the row out", FEATDataWarning, stacklevel=4)
 

@@ -320,6 +320,8 @@ def test_a_target_value_that_sets_the_scale_alone_is_named():
     with pytest.warns(FEATDataWarning, match=r"target 'price': the context row 105 holds 1e\+09, far outside the "
                                              r"others \(\d+\.?\d* to \d+\.?\d*\)"):
         TargetScaler().fit(typo)
+    with pytest.warns(FEATDataWarning, match=r"holds 999,999, far outside the others \([\d,.]+ to \d,\d{3}"):
+        TargetScaler().fit(pd.concat([price * 60, pd.Series([999_999.0])], ignore_index=True))   # thousands grouped
     with warnings.catch_warnings():
         warnings.simplefilter("error", FEATDataWarning)
         for clean in (price, pd.Series(rng.lognormal(0, 1, 2000)), typo[:19]):
