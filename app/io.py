@@ -322,7 +322,7 @@ def detect_task(y: pd.Series, declared: str | None = None) -> str:
 def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
     """A target FEAT can learn: not all missing, two or more classes, numeric for regression."""
     name = name or str(y.name)
-    nn = y.dropna()
+    nn, dated = y.dropna(), pd.api.types.is_datetime64_any_dtype(y)
     if nn.empty:
         raise TableError(f"target {name!r}: every value is missing.", "Pick another target column.")
     if task == "classification":
@@ -338,7 +338,12 @@ def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
         if k > 0.5 * len(nn) and len(nn) > 20:
             raise TableError(
                 f"target {name!r}: {k} classes for {len(nn)} labelled rows; almost every row is its own class.",
+                "Pick another target: FEAT predicts a date only as one of a few classes." if dated else
                 "Set the task to regression if it is a number, or pick another target.")
+    elif dated:
+        raise TableError(f"target {name!r}: holds dates, which FEAT predicts only as classes, not as numbers.",
+                         "Set the task to classification if the column holds a few dates (survey waves, say), or "
+                         "pick another target.")
     else:
         if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
             num = parse_numbers(nn)

@@ -155,6 +155,12 @@ def test_target_checks():
     with pytest.raises(aio.TableError, match="regression needs numbers"):
         aio.check_target(pd.Series(["a", "b", "c"], name="y"), "regression")
     aio.check_target(pd.Series([0, 1, 0, 1], name="y"), "classification")
+    monthly = pd.Series(pd.date_range("2015-01-01", periods=40, freq="MS"), name="date")   # said in dates' words
+    with pytest.raises(aio.TableError, match="holds dates, which FEAT predicts only as classes"):
+        aio.check_target(monthly, "regression")
+    with pytest.raises(aio.TableError, match="FEAT predicts a date only as one of a few classes"):
+        aio.check_target(monthly, "classification")
+    aio.check_target(monthly.dt.year, "classification")                                   # four years: classes
     with pytest.raises(aio.TableError, match="no feature columns"):
         aio.check_features(pd.DataFrame(index=range(3)), "y")
 
