@@ -1,5 +1,7 @@
 """The blend of FEAT's output with its view's own prediction (`blend.py`), and how the tree view reads
 the rows (`views.TreeRows`: values before the clip, native categories) and how long it boosts."""
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.special import expit
@@ -152,6 +154,27 @@ def test_blended_predictions_are_the_blend_of_each_query_alone(monkeypatch, Est,
         if k == 2:
             want = np.mean([blend_probability(p[:, 1], s[:, 0], w) for p, s in outputs], axis=0)
             np.testing.assert_allclose(full[:, 1], want)
+
+
+@pytest.mark.parametrize("Est, k", [(FEATRegressor, 0), (FEATClassifier, 2), (FEATClassifier, 3)])
+def test_at_weight_one_the_queries_are_not_read_and_predict_the_same(monkeypatch, Est, k):
+    """Where the blend gives the stacked models' prediction alone (weight 1), the engine does not read the queries:
+    the predictions are those of the runs' outputs blended at weight 1, and no run is made."""
+    calls, stand_in = [], per_table(nearest_row_run)
+    monkeypatch.setattr(runner, "run_tables", lambda *a, **kw: calls.append(1) or stand_in(*a, **kw))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2048 + 100, 4))
+    t = X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(0, 0.5, len(X))
+    y = t if k == 0 else np.digitize(t, np.quantile(t, np.linspace(0, 1, k + 1)[1:-1]))
+    est = Est(n_estimators=2, local_context=256).fit(X[:2048], y[:2048])
+    est.blend_ = dataclasses.replace(est.blend_, weight=1.0)
+    calls.clear()
+    fast = est.predict(X[2048:]) if Est is FEATRegressor else est.predict_proba(X[2048:])
+    assert not calls
+    slow = est._combine(est._outputs(*est._query_rows(X[2048:])), 1.0)
+    assert calls
+    np.testing.assert_allclose(fast, est.scaler_.inverse_transform(slow) if Est is FEATRegressor else slow,
+                               rtol=1e-6, atol=1e-9)
 
 
 def lightgbm_regressor(seed: int):
@@ -328,6 +351,7 @@ def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(
     assert (choice.kept, choice.planned, choice.rows) == (kept, 4, 512) and len(clf.members_) == kept
     assert len(choice.changes) == kept - 1 and (choice.changes[-1] < MEMBER_TOL) == (kept < 4)
     assert all(c >= MEMBER_TOL for c in choice.changes[:-1]) and f"{kept} of 4 members kept" in clf.reading_
+    clf.blend_ = dataclasses.replace(clf.blend_, weight=0.5)     # a blend that reads the members (at 1, none is)
     seen = []
     monkeypatch.setattr(runner, "run_tables", lambda model, *a, column_ids=None, **kw: seen.append(
         float(column_ids.sum())) or per_table(seeded_run(noise))(model, *a, column_ids=column_ids, **kw))

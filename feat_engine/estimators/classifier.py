@@ -85,7 +85,7 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         return self.encoder_.inverse_transform(np.argmax(proba, axis=1))
 
     def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
-                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+                       held: np.ndarray | None, steps: StepCounter | None) -> tuple[np.ndarray, np.ndarray]:
         """(M, k) probabilities of one run on the classes, or (M, k) one-vs-rest scores, and beside them the
         stacked models' logits, one column per run."""
         model, settings = self._loaded_model(), self._engine_settings()
@@ -96,9 +96,12 @@ class FEATClassifier(ClassifierMixin, InContextBase):
         scores, stacked = [], []
         for c in classes:
             mats = self._run_matrices(m, c, xq, detail, held)
-            run = runner.MemberRun(model, m, k if one_run else 2, reads_quantiles(m), settings,
-                                   name if one_run else f"{name}, class {c + 1}/{k}", one_vs_rest=not one_run)
-            out = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
+            if steps is None:                     # the stacked model alone: 0.5 weighs nothing in a blend at weight 1
+                out = np.full((len(mats.queries), k if one_run else 2), 0.5)
+            else:
+                run = runner.MemberRun(model, m, k if one_run else 2, reads_quantiles(m), settings,
+                                       name if one_run else f"{name}, class {c + 1}/{k}", one_vs_rest=not one_run)
+                out = runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps)
             scores.append(out if one_run else out[:, 1])
             stacked.append(mats.stacked)
         return scores[0] if one_run else np.stack(scores, axis=1), np.stack(stacked, axis=1)

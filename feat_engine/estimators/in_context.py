@@ -17,7 +17,8 @@ from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import Progress, StepCounter
-from ..reading.blend import HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows, prior_blend
+from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows, prior_blend,
+                              stacked_alone)
 from ..reading.coded_levels import coded_level_columns
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
@@ -72,9 +73,9 @@ class InContextBase(FEATBase, ABC):
 
     @abstractmethod
     def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
-                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+                       held: np.ndarray | None, steps: StepCounter | None) -> tuple[np.ndarray, np.ndarray]:
         """Member m's engine output for the query rows xq (routed by `route`) and the stacked model's prediction
-        beside it; its runs report to `steps`."""
+        beside it; its runs report to `steps` (None: no run, a placeholder output that a blend at weight 1 ignores)."""
 
     @abstractmethod
     def _combine(self, outputs: list[tuple[np.ndarray, np.ndarray]], weight: float) -> np.ndarray:
@@ -401,6 +402,8 @@ class InContextBase(FEATBase, ABC):
         one progress stream: what a call holds beyond X's preprocessed rows does not grow with their number, and
         since a row's output depends on its own values alone, the batches change no number."""
         xq, detail, routes = self._query_rows(X)
+        if stacked_alone(self.blend_, (r.stacked for inputs in self.run_inputs_ for r in inputs.values())):
+            return self._combine([self._member_output(m, None, xq, detail, None, None) for m in self.members_], 1.0)
         batches = [slice(i, i + QUERY_BATCH) for i in range(0, max(len(xq), 1), QUERY_BATCH)]
         batch_routes = [[None if r is None else r[b] for r in routes] for b in batches]
         steps = StepCounter(self.progress, sum(runner.count_runs(self.members_, r, self.device) for r in batch_routes)

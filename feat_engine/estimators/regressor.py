@@ -49,9 +49,11 @@ class FEATRegressor(RegressorMixin, InContextBase):
         return self.scaler_.inverse_transform(z)
 
     def _member_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, detail: UnclippedRows,
-                       held: np.ndarray | None, steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+                       held: np.ndarray | None, steps: StepCounter | None) -> tuple[np.ndarray, np.ndarray]:
         """(M,) predictions of the standardised target and the stacked model's beside them."""
         mats = self._run_matrices(m, None, xq, detail, held)
+        if steps is None:                              # the stacked model alone: 0 weighs nothing at weight 1
+            return np.zeros(len(mats.queries)), mats.stacked
         run = runner.MemberRun(self._loaded_model(), m, 0, reads_quantiles(m), self._engine_settings(),
                                f"member {m.index + 1}/{len(self.members_)}")
         return runner.member_output(run, route, mats.context, mats.labels, mats.queries, steps), mats.stacked

@@ -4,11 +4,12 @@ queries, and the weight w in WEIGHTS whose blend loses least on their labels is 
 for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A context too short to hold rows out
 is blended at PRIOR_WEIGHT, or for a regression whose stacked models leave little of the target unexplained out of
 fold at the weight of PRIOR_BANDS (`prior_blend`). A query's blend reads that query's own output and s, so it
-depends on that query alone (docs/decisions/0024-blend.md)."""
+depends on that query alone; at w = 1 the engine does not read the queries (`stacked_alone`: it would change no
+number). docs/decisions/0024-blend.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 from scipy.special import expit, logit
@@ -49,6 +50,12 @@ def held_out_rows(n: int, y: np.ndarray | None, seed: int | None) -> np.ndarray 
     stratify = y is not None and np.unique(y, return_counts=True)[1].min() >= 2
     _, held = train_test_split(np.arange(n), test_size=k, random_state=seed, stratify=y if stratify else None)
     return np.sort(held)
+
+
+def stacked_alone(blend: Blend | None, stacked: Iterable) -> bool:
+    """Whether `blend` gives every query its stacked models' prediction alone: weight 1, with a stacked model beside
+    every run (a run without one keeps its own output), so that no engine run on the queries would change a number."""
+    return blend is not None and blend.weight == 1.0 and all(s is not None for s in stacked)
 
 
 def blend_probability(p: np.ndarray, s: np.ndarray, w: float) -> np.ndarray:
