@@ -314,6 +314,15 @@ def test_a_column_that_gives_the_target_away_is_named_at_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FEATDataWarning)
         FEATClassifier(n_estimators=1).fit(df.drop(columns="bwt"), grade)
+    # a number read again as its levels, or a date's parts, are named as the column the analyst knows, once (the
+    # app said "column 'tch (levels)'", which Data does not list)
+    teacher = rng.integers(0, 40, n)
+    degree = np.array(["BA", "MA", "PhD"])[rng.integers(0, 3, 40)][teacher]
+    with pytest.warns(FEATDataWarning) as rec:
+        FEATClassifier(n_estimators=1).fit(pd.DataFrame({"teacher": teacher, "smoke": df["smoke"]}), degree)
+    named = [str(r.message) for r in rec if "gives the target away" in str(r.message)]
+    assert len(named) == 1 and named[0].startswith("column 'teacher' gives the target away"), named
+    assert len(giveaways(x[:, [0, 0, 1]], low, True, np.empty(0, int), ["bwt", "bwt", "noisy"])) == 1
 
 
 @pytest.mark.parametrize("method", ["chained", "reconstruction"])

@@ -96,7 +96,7 @@ class InContextBase(FEATBase, ABC):
         X, y = X.iloc[order], np.asarray(y)[order]
         detail = self._fit_levels(X, y, classification, self._fit_features(X))
         for note in giveaways(self.context_, y, classification, self.preprocessor_.nominal_,
-                              self.preprocessor_.feature_names_):
+                              [str(c.name) for c in self.preprocessor_.plan_ for _ in c.features()]):
             warnings.warn(note, FEATDataWarning, stacklevel=3)
         self.y_ = y
         n, d = self.context_.shape

@@ -24,12 +24,15 @@ MIN_RANK_CORR = 0.999
 
 def giveaways(x: np.ndarray, y: np.ndarray, classification: bool, nominal: np.ndarray, names: list[str],
               seed: int | None = 0) -> list[str]:
-    """One sentence per feature of the context x (n, d; NaN missing; `nominal` columns hold level codes) that
-    decides the target y (class indices, or numbers) on its own, naming it by `names`."""
+    """One sentence per column whose feature of the context x (n, d; NaN missing; `nominal` columns hold level codes)
+    decides the target y (class indices, or numbers) on its own. `names` gives each feature's column: a date's parts
+    and a number's levels (decision 0044) name their column, once, as the analyst knows it."""
     rows = np.random.default_rng(seed).permutation(len(x))[:MAX_ROWS]
     x, y = np.asarray(x, dtype=np.float64)[rows], np.asarray(y)[rows]
     out = []
     for j, name in enumerate(names):
+        if any(s.startswith(f"column {name!r} ") for s in out):      # its column is named already
+            continue
         seen = ~np.isnan(x[:, j])
         v, t = x[seen, j], y[seen]
         if classification:
