@@ -11,6 +11,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from feat_engine.preprocess.dates import date_grid
+
 KINDS = ("year", "whole", "money", "share", "number", "id", "text")
 """The kinds of column `column_kind_of` tells apart."""
 
@@ -174,7 +176,7 @@ def column_format(values, name=None) -> Formatter:
     """The formatter of one column's cells: its kind (`column_kind_of`) and the decimals its values carry where
     they carry few, so that a column prints alike from row to row: money and shares ("80.00" under "80.07"; "0.25"
     under "0.50"), and numbers written with one or two decimals ("5.00" under "14.23"); numbers with more to
-    DIGITS significant digits."""
+    DIGITS significant digits; dates that are all at midnight as their day."""
     kind = column_kind_of(values, name)
     decimals = None
     if kind in ("money", "share", "number"):
@@ -185,7 +187,11 @@ def column_format(values, name=None) -> Formatter:
             cap = MONEY_DECIMALS if kind == "money" else SHARE_DECIMALS
             decimals = cap if d is None else min(max(d, 2), cap)
 
+    days = pd.api.types.is_datetime64_any_dtype(values) and date_grid(pd.Series(values)) is not None
+
     def fmt(value) -> str:
+        if days and not _missing(value):
+            return value.strftime("%Y-%m-%d")          # dates at midnight: the day alone, not "2018-11-16 00:00:00"
         return format_value(value, kind, decimals)
 
     fmt.kind, fmt.decimals = kind, decimals

@@ -920,6 +920,10 @@ def test_a_column_is_written_alike_from_row_to_row():
     assert [hand(14.23), hand(5.0), hand(100.25)] == ["14.23", "5.00", "100.25"]
     measured = numbers.column_format(pd.Series(np.random.default_rng(0).normal(size=50) * 100, name="x"))
     assert measured.decimals is None and measured(123.456789) == "123"
+    days = pd.Series(pd.to_datetime(["2018-11-16", None, "2019-01-02"]))          # an Excel sheet's dates
+    assert [numbers.column_format(days)(v) for v in days] == ["2018-11-16", "", "2019-01-02"]
+    stamps = days + pd.Timedelta(hours=9)
+    assert numbers.column_format(stamps)(stamps[0]) == "2018-11-16 09:00:00"
 
 
 def test_predictions_are_written_at_the_precision_of_the_targets_values():
