@@ -531,6 +531,21 @@ def test_imputer_default_members(method, members):
         assert "column 2" in seen[-1] and {m.split(":")[0] for m in seen} <= {"column 0", "column 2"}
 
 
+def test_imputer_progress_is_one_stream_over_its_dates_and_columns():
+    """A date column's holes (filled by the reconstruction) and a number's (by its column's estimator) report one
+    stream that never moves back and ends done (`feat impute` ran to 100% and again from 0)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"when": pd.date_range("2020-01-01", periods=80, freq="D"), "x": rng.normal(size=80),
+                       "z": rng.normal(size=80)})
+    df.loc[rng.uniform(size=80) < 0.2, "when"] = pd.NaT
+    df.loc[rng.uniform(size=80) < 0.2, "x"] = np.nan
+    seen = []
+    FEATImputer(n_estimators=1, progress=lambda d, t, m: seen.append((d / t, m))).fit_transform(df)
+    shares = [d for d, _ in seen]
+    assert shares == sorted(shares) and shares[-1] == 1.0
+    assert any(m.startswith("member") for _, m in seen) and any(m.startswith("column 'x'") for _, m in seen)
+
+
 def test_imputer_shares_its_reading_budget_among_the_incomplete_columns(monkeypatch):
     """Each incomplete column's estimator reads the imputer's `read_budget` divided by the number of incomplete
     columns, so a transform reads about one estimator's budget however many columns it fills; None reads all."""

@@ -17,7 +17,7 @@ from ..errors import FEATDataWarning, FEATInputError
 from ..inference import map_runs
 from ..model import FEAT
 from ..progress import Progress, StepCounter
-from ..reading.members import plan_members
+from ..reading.members import Member, plan_members
 from ..reading.quantile_transform import N_QUANTILES
 from ..reading.read_budget import READ_CELLS, ReadPlan
 from . import runner
@@ -109,12 +109,15 @@ class FEATImputer(TransformerMixin, FEATBase):
         chained = self._chained_columns(frame) if self.method == "chained" else []
         confidence = pd.DataFrame(np.nan, index=frame.index, columns=frame.columns)
         z = np.zeros(xz.shape)
-        if any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained):
-            table = xz if same else np.vstack([self.context_, xz])
-            z = self._reconstruct(table)[len(table) - len(xz):]
+        table = xz if same else np.vstack([self.context_, xz])
+        recon = any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained)
+        members, _, n_blocks = self._recon_plan(table) if recon else ([], 0, 0)
+        steps = StepCounter(self.progress, len(members) * n_blocks + len(chained))     # one stream over both stages
+        if recon:
+            z = self._reconstruct(table, steps)[len(table) - len(xz):]
         if chained:
             rows = frame if same else _typed_like(pd.concat([self.frame_, frame], ignore_index=True), self.frame_)
-            self._fill_chained(z, confidence, frame, chained, rows)
+            self._fill_chained(z, confidence, frame, chained, rows, steps)
         out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
@@ -139,14 +142,13 @@ class FEATImputer(TransformerMixin, FEATBase):
         return [c for c in self.preprocessor_.plan_ if c.kind in ("numeric", "categorical") and frame[c.name].isna().any()]
 
     def _fill_chained(self, z: np.ndarray, sure: pd.DataFrame, frame: pd.DataFrame, columns: list,
-                      table: pd.DataFrame) -> None:
+                      table: pd.DataFrame, steps: StepCounter) -> None:
         """Write into z (standardised, frame's rows) each column's in-context prediction for its NaN cells, and into
         `sure` how sure FEAT is of each. table: the context rows (the fitted rows and frame's, or frame alone), frame's
-        last; the fits and their queries read it."""
+        last; the fits and their queries read it. Each column is a run of `steps`."""
         pre = self.preprocessor_
         offset = dict(zip([c.name for c in pre.plan_], np.cumsum([0] + [len(c.features()) for c in pre.plan_])))
         usable = [c.name for c in pre.plan_]
-        steps = StepCounter(self.progress, len(columns))
         share = self._budget_share(len(columns))
         # callbacks made here, in column order: a run's place in the stream must not depend on which worker starts first
         say = {c.name: steps.callback(f"column {c.name!r}") for c in columns}
@@ -200,16 +202,20 @@ class FEATImputer(TransformerMixin, FEATBase):
             z[rows, j] = (raw - pre.mean_[j]) / pre.std_[j]
             sure.iloc[rows, sure.columns.get_loc(c.name)] = confidence
 
-    def _reconstruct(self, table: np.ndarray) -> np.ndarray:
-        """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it)."""
-        model = self._loaded_model()
-        # no max_context for the members: the rows are blocked below
+    def _recon_plan(self, table: np.ndarray) -> tuple[list[Member], int, int]:
+        """The members `_reconstruct` reads `table` with, its rows a block and its blocks a member."""
+        # no max_context for the members: the rows are blocked
         members = plan_members(len(table), table.shape[1], self.n_estimators or 4, self._model_width(), None,
                                self.random_state)
         block = len(table) if self.max_context is None else self.max_context
-        n_blocks = math.ceil(len(table) / block)
+        return members, block, math.ceil(len(table) / block)
+
+    def _reconstruct(self, table: np.ndarray, steps: StepCounter) -> np.ndarray:
+        """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it);
+        each member's block is a run of `steps`."""
+        model = self._loaded_model()
+        members, block, n_blocks = self._recon_plan(table)
         total, count = np.zeros(table.shape), np.zeros(table.shape[1])
-        steps = StepCounter(self.progress, len(members) * n_blocks)
         for i, m in enumerate(members):
             order = np.random.default_rng(m.seed).permutation(len(table))
             for b in range(n_blocks):
