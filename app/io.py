@@ -23,8 +23,8 @@ from feat_engine.errors import FEATDataWarning, TableError
 from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
-from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, date_words, missing_marks, numbers_in_text,
-                                    parse_numbers, plan_column, read_dates)
+from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, date_words, missing_marks,
+                                    numbers_in_text, parse_numbers, plan_column, read_dates)
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 

@@ -718,7 +718,7 @@ def test_column_summaries_show_each_kind_in_its_own_terms():
     assert len(bars["day"]) == summary.BINS and sum(bars["day"]) == 300 and max(bars["day"]) <= 16  # spread in time
     assert sum(bars["n"]) == 200 and bars["cat"] == [200, 90, 10] and bars["flag"] == [250, 50] and bars["empty"] == []
     assert summary.describe(df["n"], "numeric") == "min 1 · median 3 · max 5"
-    assert summary.describe(df["day"], "numeric") == "from 01/01/2024 to 26/10/2024"          # as the column writes them
+    assert summary.describe(df["day"], "numeric") == "from 01/01/2024 to 26/10/2024"      # as the column writes them
     assert summary.describe(pd.to_datetime(df["day"], dayfirst=True), "numeric") == "from 2024-01-01 to 2024-10-26"
     times = pd.Series(["9:05 PM", "10:15 AM", "11:59 PM", None])                           # not days of 1900
     assert summary.describe(times, "numeric") == "from 10:15 AM to 11:59 PM"

@@ -109,8 +109,8 @@ class FEATImputer(TransformerMixin, FEATBase):
         chained = self._chained_columns(frame) if self.method == "chained" else []
         confidence = pd.DataFrame(np.nan, index=frame.index, columns=frame.columns)
         z = np.zeros(xz.shape)
-        table = xz if same else np.vstack([self.context_, xz])
         recon = any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained)
+        table = (xz if same else np.vstack([self.context_, xz])) if recon else None
         members, _, n_blocks = self._recon_plan(table) if recon else ([], 0, 0)
         steps = StepCounter(self.progress, len(members) * n_blocks + len(chained))     # one stream over both stages
         if recon:
