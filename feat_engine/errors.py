@@ -13,6 +13,15 @@ class FEATDataWarning(UserWarning):
     """FEAT changed what it feeds the model (dropped a column or rows); the message names them."""
 
 
+NAMED = 10   # columns a note names before it counts the rest
+
+
+def named(columns: list) -> str:
+    """Columns as a note names them: the list, or its first NAMED and how many more (grants_other's 59 constant
+    columns filled a warning box)."""
+    return str(list(columns)) if len(columns) <= NAMED else f"{list(columns)[:NAMED]} and {len(columns) - NAMED} more"
+
+
 @contextmanager
 def sklearn_words(what: str) -> Iterator[None]:
     """Turn the ValueErrors of scikit-learn's checks into `FEATInputError`, their words kept (tools match

@@ -274,6 +274,10 @@ def test_id_and_constant_columns_are_dropped_with_a_warning_naming_them():
     assert pre.feature_names_ == ["x", "c"]
     df.loc[3, "k"] = np.nan
     assert pre.inverse_transform(np.zeros((n, 2)), df).loc[3, "k"] == 1.0   # a constant column's NaN takes the constant
+    wide = df.assign(**{f"flag_{i}": 0 for i in range(12)})          # many: the first ten named, the rest counted
+    with pytest.warns(FEATDataWarning) as rec:
+        TablePreprocessor().fit(wide)
+    assert "'flag_7', 'flag_8'] and 3 more: they carry no information" in " ".join(str(w.message) for w in rec)
 
 
 def test_bad_tables():

@@ -13,7 +13,7 @@ from sklearn.base import TransformerMixin
 from sklearn.preprocessing import QuantileTransformer
 from sklearn.utils.validation import check_is_fitted
 
-from ..errors import FEATDataWarning, FEATInputError
+from ..errors import FEATDataWarning, FEATInputError, named
 from ..inference import map_runs
 from ..model import FEAT
 from ..progress import Progress, StepCounter
@@ -121,8 +121,9 @@ class FEATImputer(TransformerMixin, FEATBase):
         out = self.preprocessor_.inverse_transform(z, frame)
         left = [c for c in out.columns if out[c].isna().any() and frame[c].isna().any()]
         if left:
-            warnings.warn(f"columns {left} were dropped ({', '.join(self.preprocessor_.dropped_[c] for c in left)}) "
-                          "and keep their missing cells", FEATDataWarning, stacklevel=2)
+            why = ", ".join(dict.fromkeys(self.preprocessor_.dropped_[c] for c in left))      # each reason once
+            warnings.warn(f"columns {named(left)} were dropped ({why}) and keep their missing cells", FEATDataWarning,
+                          stacklevel=2)
         return (out if isinstance(X, pd.DataFrame) else out.to_numpy(dtype=np.asarray(X).dtype)), confidence
 
     def column_read_plan(self, n_rows: int, n_features: int, n_columns: int) -> ReadPlan:

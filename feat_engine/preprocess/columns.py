@@ -16,7 +16,7 @@ import pandas as pd
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
-from ..errors import FEATDataWarning, FEATInputError, readable_cells, sklearn_words
+from ..errors import FEATDataWarning, FEATInputError, named, readable_cells, sklearn_words
 from .dates import DATE_PARTS, EPOCH, date_grid, on_grid
 from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, missing_marks, number_format,
                           numbers_in_text, parse_numbers, read_dates)
@@ -260,10 +260,10 @@ class TablePreprocessor:
                     self.constants_[name] = observed.iloc[0]
             else:
                 self.plan_.append(col)
-        if ids:
-            warnings.warn(f"dropped near-unique text/ID columns {ids}: they cannot generalise", FEATDataWarning, stacklevel=3)
-        if constant:
-            warnings.warn(f"dropped constant (or empty) columns {constant}: they carry no information", FEATDataWarning, stacklevel=3)
+        for cols, what in ((ids, "near-unique text/ID columns {}: they cannot generalise"),
+                           (constant, "constant (or empty) columns {}: they carry no information")):
+            if cols:
+                warnings.warn("dropped " + what.format(named(cols)), FEATDataWarning, stacklevel=3)
         if not self.plan_:
             raise FEATInputError(f"no feature columns left after dropping {list(self.dropped_)} "
                                  f"({', '.join(sorted(set(self.dropped_.values())))})")
