@@ -371,6 +371,9 @@ def _error_decimals(errors, kind: str) -> int | None:
 # rows the Relations view samples by default: what the engine's relation measures read by default, and what
 # docs/benchmarks.md ("Relation discovery") measured them with
 RELATION_ROWS = inspect.signature(fe.dependence_matrix).parameters["max_rows"].default
+# columns the Relations view relates at most: every pair is measured, so the time grows with their square (RandHIE's
+# 44 columns took 171 s on 1,024 rows, two cores, bf16), and a heatmap labels each at 16 px
+RELATION_COLUMNS = 60
 
 
 def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,

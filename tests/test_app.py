@@ -691,6 +691,30 @@ def _graph_colours(graph: dict) -> pd.Series:
     return pd.Series(arr(nodes["marker"]["color"]).astype(float), index=list(arr(nodes["text"])))
 
 
+def test_relations_on_a_wide_table_relate_the_columns_picked():
+    """Past RELATION_COLUMNS columns in use the analyst picks which to relate (every pair is measured: grants_other's
+    1,443 would have taken hours, and no heatmap labels them); the target comes along."""
+    from app import engine
+
+    df = small_table(120)
+    for i in range(engine.RELATION_COLUMNS):
+        df[f"extra_{i}"] = np.random.default_rng(i).normal(size=120)
+    at = new_app()
+    upload(at, "wide.csv", csv(df))
+    at.switch_page("views/relations.py").run()
+    picker = at.multiselect(key="rel_columns")
+    assert picker.value == [] and len(picker.options) == df.shape[1]
+    at.button(key="rel_run").click().run()
+    assert any("Pick the columns to relate above" in e.value for e in at.error)
+    at.multiselect(key="rel_columns").set_value(["alcohol", "malic_acid", "extra_0"])
+    at.selectbox(key="rel_target").set_value("cultivar")
+    at.number_input(key="rel_nest").set_value(1)
+    at.button(key="rel_run").click().run()
+    no_trouble(at)
+    mats = at.session_state["result:relations"]["mats"]
+    assert sorted(mats["Pearson"].index) == ["alcohol", "cultivar", "extra_0", "malic_acid"]
+
+
 def test_relations_heatmaps_graph_and_parts(monkeypatch):
     """The six matrices, the graph and the target's bars; the rows sampled by default are the engine's own default
     sample of its FEAT matrices (what their accuracy was measured with), or the whole of a shorter table."""

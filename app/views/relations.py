@@ -41,14 +41,22 @@ with st.form("relations_form"):
                                key="rel_rows", help=f"A random sample of rows. {engine.RELATION_ROWS:,} is what FEAT's "
                                                     "relation measures read by default, and what their accuracy was "
                                                     "measured with; more rows take longer.")
+    if len(cols) > engine.RELATION_COLUMNS:        # a wide table: the analyst picks which columns to relate
+        cols = st.multiselect(f"Columns to relate (at most {engine.RELATION_COLUMNS} of the {len(cols):,} in use)",
+                              cols, max_selections=engine.RELATION_COLUMNS, key="rel_columns",
+                              help="Every pair of columns is measured, so the time grows with the square of their "
+                                   "number, and each heatmap labels every column.")
     go = st.form_submit_button("Compute relations", type="primary", key="rel_run")
 
 if go:
     tgt = None if target == NONE else target
     try:
+        cols = cols + [tgt] if tgt is not None and tgt not in cols else cols
         if len(cols) < 2:
-            raise aio.TableError("relations need at least two columns in use.", "In Data, stop ignoring some columns.")
-        sub = table if len(table) <= max_rows else table.sample(int(max_rows), random_state=int(seed))
+            raise aio.TableError("relations need at least two columns in use.",
+                                 "Pick the columns to relate above." if len(table.columns) > engine.RELATION_COLUMNS
+                                 else "In Data, stop ignoring some columns.")
+        sub = table[cols] if len(table) <= max_rows else table[cols].sample(int(max_rows), random_state=int(seed))
         with st.status(f"FEAT relations over {len(sub):,} rows x {len(cols)} columns ...", expanded=True) as status:
             state.cancel_button("relations")
             bar = st.progress(0.0, text="preparing: FEAT reads the table once per matrix")
