@@ -699,11 +699,15 @@ def test_relations_on_a_wide_table_relate_the_columns_picked():
     df = small_table(120)
     for i in range(engine.RELATION_COLUMNS):
         df[f"extra_{i}"] = np.random.default_rng(i).normal(size=120)
+    for i in range(12):
+        df[f"note_{i}"] = [f"row {r} note {i}" for r in range(120)]            # free text: ignored
     at = new_app()
     upload(at, "wide.csv", csv(df))
+    assert any(c.value.startswith(f"The model sees {df.shape[1] - 12} of {df.shape[1]} columns; ignored: note_0, ")
+               and c.value.endswith("note_9 and 2 more.") for c in at.caption)    # ten named, the rest counted
     at.switch_page("views/relations.py").run()
     picker = at.multiselect(key="rel_columns")
-    assert picker.value == [] and len(picker.options) == df.shape[1]
+    assert picker.value == [] and len(picker.options) == df.shape[1] - 12                    # the columns in use
     at.button(key="rel_run").click().run()
     assert any("Pick the columns to relate above" in e.value for e in at.error)
     at.multiselect(key="rel_columns").set_value(["alcohol", "malic_acid", "extra_0"])
