@@ -106,12 +106,15 @@ def _back(df: pd.DataFrame, mat: np.ndarray, kinds: dict[str, str], maps: dict) 
 
 
 def impute_mean_mode(df: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """Each number column's empty cells filled with its mean (as floats: a nullable integer column cannot hold it),
+    each other column's with its most frequent value."""
     out = df.copy()
     for c in df.columns:
         if not df[c].isna().any():
             continue
         if kinds[c] == "numeric":
-            out[c] = pd.to_numeric(df[c], errors="coerce").fillna(pd.to_numeric(df[c], errors="coerce").mean())
+            v = pd.to_numeric(df[c], errors="coerce").astype("float64")
+            out[c] = v.fillna(v.mean())
         else:
             mode = df[c].mode(dropna=True)
             col = df[c].astype(object)
