@@ -27,6 +27,7 @@ from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, da
                                     numbers_in_text, parse_numbers, plan_column, read_dates)
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
+from feat_engine.targets import a_class_a_row
 
 MAX_UPLOAD_MB = 1024  # the app's upload limit: a CSV this large holds about 7.5M rows x 20 columns, which the memory
                       # model below puts at 7 GiB for a run at the defaults, within a 16 GB machine's
@@ -335,7 +336,7 @@ def check_target(y: pd.Series, task: str, name: str | None = None) -> None:
             raise TableError(
                 f"target {name!r}: has one class only ({nn.iloc[0]!r}), so there is nothing to predict.",
                 "Pick another target, or upload rows of the other classes.")
-        if k > 0.5 * len(nn) and len(nn) > 20:
+        if a_class_a_row(nn):
             raise TableError(
                 f"target {name!r}: {k} classes for {len(nn)} labelled rows; almost every row is its own class.",
                 "Pick another target: FEAT predicts a date only as one of a few classes." if dated else

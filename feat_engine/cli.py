@@ -27,7 +27,7 @@ from .predictions import Fitted, prediction_frame
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
-from .targets import infer_task
+from .targets import a_class_a_row, infer_task
 
 
 def _progress(done: int, total: int, msg: str) -> None:
@@ -124,6 +124,10 @@ def _fit(a: argparse.Namespace) -> Fitted:
         raise FEATInputError(f"{a.context}: target column {a.target!r} does not exist (columns: {list(ctx.columns)})")
     y, X = ctx[a.target], ctx.drop(columns=[a.target])
     task = infer_task(y) if a.task == "auto" else a.task
+    if task == "classification" and a_class_a_row(y):
+        raise FEATInputError(f"{a.context}: target {a.target!r} holds {y.nunique():,} classes in {y.notna().sum():,} "
+                             "labelled rows: almost every row is its own class. Give --task regression if it holds "
+                             "numbers, or pick another target")
     kw = dict(random_state=a.seed, device=a.device, max_context=a.max_context, checkpoint=a.checkpoint,
               progress=_progress, local_context=a.local_context, precision=a.precision, **_members(a))
     est = (FEATRegressor if task == "regression" else FEATClassifier)(**kw).fit(X, y)

@@ -62,6 +62,13 @@ def infer_task(y: pd.Series, max_classes: int = 10) -> str:
     return "regression" if many or is_continuous(y) else "classification"
 
 
+def a_class_a_row(y: pd.Series) -> bool:
+    """Whether almost every labelled row of a class target is its own class (more classes than half of them, past
+    20): nothing to learn from, and a run per class. The CLI refuses such a target, as the app does."""
+    nn = y.dropna()
+    return len(nn) > 20 and nn.nunique() > 0.5 * len(nn)
+
+
 def target_numbers(y: pd.Series) -> pd.Series:
     """y, or its numbers where it is text whose values are numbers (`numbers_in_text`: "$1,234.50" too)."""
     parsed = numbers_in_text(y) if column_kind(y) != "numeric" else None

@@ -105,6 +105,8 @@ def test_relations_excel(tables, method):
 @pytest.mark.parametrize("args, message", [
     (["predict", "--context", "{d}/train.csv", "--target", "nope", "--query", "{d}/test.tsv", "-o", "{d}/p.csv"],
      "target column 'nope' does not exist"),
+    (["predict", "--context", "{d}/train.csv", "--target", "a", "--task", "classification", "--query", "{d}/test.tsv",
+      "-o", "{d}/p.csv"], "target 'a' holds 40 classes in 40 labelled rows: almost every row is its own class"),
     (["impute", "{d}/missing.csv", "-o", "{d}/f.csv"], "missing.csv: file not found"),
     (["impute", "{d}/train.csv", "-o", "{d}/f.json"], "unsupported file type '.json'"),
     (["relations", "{d}/bad.csv", "-o", "{d}/r.csv"], "bad.csv: the table is empty"),
