@@ -323,6 +323,11 @@ def test_a_column_that_gives_the_target_away_is_named_at_fit():
     named = [str(r.message) for r in rec if "gives the target away" in str(r.message)]
     assert len(named) == 1 and named[0].startswith("column 'teacher' gives the target away"), named
     assert len(giveaways(x[:, [0, 0, 1]], low, True, np.empty(0, int), ["bwt", "bwt", "noisy"])) == 1
+    # a column empty on the rows of one class alone (mroz's wage, kept for the women who work: inlf); empty cells
+    # spread over both classes are no rule
+    wage = np.column_stack([np.where(low == 0, w, np.nan), np.where(rng.uniform(size=n) < 0.3, np.nan, noisy)])
+    said = giveaways(wage, low, True, np.empty(0, int), ["wage", "patchy"])
+    assert len(said) == 1 and said[0].startswith("column 'wage' gives the target away: it is empty on the rows of one")
 
 
 @pytest.mark.parametrize("method", ["chained", "reconstruction"])

@@ -8,7 +8,9 @@ analyst's call. The test is exact, not statistical, so that a strong but honest 
   threshold, or an interval, per class), with at least `MIN_CLASS` rows in two classes and `MIN_CLASS` rows a class
   on average (on fewer, as with 69 classes in 114 rows, any column with distinct values passes); for a nominal
   feature, every level holds one class, with at least `LEVEL_ROWS` rows a level on average;
-- a numeric target: the feature's ranks are the target's (|Spearman| at least `MIN_RANK_CORR`).
+- a numeric target: the feature's ranks are the target's (|Spearman| at least `MIN_RANK_CORR`);
+- classes: the feature is empty on every row of one class and on no other row (at least `MIN_CLASS` rows each way:
+  a wage recorded only for those who work, beside "in the labour force").
 It reads a random subsample of at most `MAX_ROWS` context rows, on which an exact rule stays exact.
 """
 from __future__ import annotations
@@ -35,6 +37,11 @@ def giveaways(x: np.ndarray, y: np.ndarray, classification: bool, nominal: np.nd
             continue
         seen = ~np.isnan(x[:, j])
         v, t = x[seen, j], y[seen]
+        empty = np.unique(y[~seen]) if classification else ()       # the classes of the rows where it is empty
+        if len(empty) == 1 and min(seen.sum(), (~seen).sum()) >= MIN_CLASS and empty[0] not in t:
+            out.append(f"column {name!r} gives the target away: it is empty on the rows of one class and filled on "
+                       "the others, on every context row")
+            continue
         if classification:
             counts = np.bincount(t.astype(np.int64))
             present = int((counts > 0).sum())
