@@ -12,7 +12,7 @@ from app import baselines, downloads, engine, figures, metrics, numbers, state
 from app.notes import worse_than
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
-from feat_engine.preprocess.dates import DATE_PARTS, EPOCH
+from feat_engine.preprocess.dates import DATE_PARTS, from_days
 
 
 def in_days(df: pd.DataFrame, dated: list) -> pd.DataFrame:
@@ -27,9 +27,7 @@ def as_dates(df: pd.DataFrame, like: pd.DataFrame, dated: list) -> pd.DataFrame:
     """df's columns `dated`, days since 1970 (`in_days`), as dates again, in the time zone of `like`'s."""
     out = df.copy()
     for c in dated:
-        days = pd.Series(EPOCH + pd.to_timedelta(np.round(df[c].to_numpy(dtype=float) * 86400.0), unit="s"),
-                         index=df.index)
-        zone = like[c].dt.tz
+        days, zone = from_days(df[c].to_numpy(dtype=float), df.index), like[c].dt.tz
         out[c] = days if zone is None else days.dt.tz_localize("UTC").dt.tz_convert(zone)
     return out
 

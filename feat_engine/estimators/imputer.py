@@ -111,10 +111,10 @@ class FEATImputer(TransformerMixin, FEATBase):
         z = np.zeros(xz.shape)
         recon = any(frame[c.name].isna().any() for c in self.preprocessor_.plan_ if c not in chained)
         table = (xz if same else np.vstack([self.context_, xz])) if recon else None
-        members, _, n_blocks = self._recon_plan(table) if recon else ([], 0, 0)
-        steps = StepCounter(self.progress, len(members) * n_blocks + len(chained))     # one stream over both stages
+        plan = self._recon_plan(table) if recon else ([], 0, 0)
+        steps = StepCounter(self.progress, len(plan[0]) * plan[2] + len(chained))     # one stream over both stages
         if recon:
-            z = self._reconstruct(table, steps)[len(table) - len(xz):]
+            z = self._reconstruct(table, plan, steps)[len(table) - len(xz):]
         if chained:
             rows = frame if same else _typed_like(pd.concat([self.frame_, frame], ignore_index=True), self.frame_)
             self._fill_chained(z, confidence, frame, chained, rows, steps)
@@ -211,11 +211,11 @@ class FEATImputer(TransformerMixin, FEATBase):
         block = len(table) if self.max_context is None else self.max_context
         return members, block, math.ceil(len(table) / block)
 
-    def _reconstruct(self, table: np.ndarray, steps: StepCounter) -> np.ndarray:
-        """(N, D) standardised reconstruction, averaged over members (per feature, over the members that saw it);
-        each member's block is a run of `steps`."""
+    def _reconstruct(self, table: np.ndarray, plan: tuple[list[Member], int, int], steps: StepCounter) -> np.ndarray:
+        """(N, D) standardised reconstruction, averaged over the members of `plan` (`_recon_plan`; per feature, over
+        the members that saw it); each member's block is a run of `steps`."""
         model = self._loaded_model()
-        members, block, n_blocks = self._recon_plan(table)
+        members, block, n_blocks = plan
         total, count = np.zeros(table.shape), np.zeros(table.shape[1])
         for i, m in enumerate(members):
             order = np.random.default_rng(m.seed).permutation(len(table))

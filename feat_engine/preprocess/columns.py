@@ -17,7 +17,7 @@ from scipy.sparse import issparse
 from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, named, readable_cells, sklearn_words
-from .dates import DATE_PARTS, EPOCH, date_grid, on_grid
+from .dates import DATE_PARTS, date_grid, from_days, on_grid
 from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, missing_marks, number_format,
                           numbers_in_text, parse_numbers, read_dates)
 
@@ -423,7 +423,7 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
     v = np.clip(v, c.lower, c.upper)          # dates too: within the observed range, on the calendar grid of theirs
-    dates = on_grid(pd.Series(EPOCH + pd.to_timedelta(np.round(v * 86400.0), unit="s")), c.grid)
+    dates = on_grid(from_days(v), c.grid)
     return dates.dt.strftime(c.date_format).astype(object) if c.text else dates
 
 

@@ -25,6 +25,11 @@ DATE_PARTS = {
 }
 
 
+def from_days(days: np.ndarray, index: pd.Index | None = None) -> pd.Series:
+    """Days since 1970 (`DATE_PARTS["days"]`) as dates, to the second; NaN as NaT."""
+    return pd.Series(EPOCH + pd.to_timedelta(np.round(np.asarray(days, dtype=float) * 86400.0), unit="s"), index=index)
+
+
 def _starts(dates: pd.Series, grid: str) -> pd.Series:
     """The start of the year, month or day each date falls in."""
     return dates.dt.to_period(GRIDS[grid]).dt.start_time
