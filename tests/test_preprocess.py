@@ -153,10 +153,11 @@ def test_a_question_mark_in_a_column_of_categories_or_a_class_target_is_missing_
     assert list(ClassEncoder().fit(unused).classes_) == ["a", "b"]
 
 
-def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_numbers_filled_in_their_format():
+def test_numbers_written_with_currency_grouping_percent_parentheses_or_missing_marks_are_numbers_in_their_format():
     rng = np.random.default_rng(0)
     x = rng.uniform(10, 5000, 60).round(2)
-    df = pd.DataFrame({"price": [f"${v:,.2f}" for v in x], "share": [f"{v % 100:.0f}%" for v in x],
+    sign = np.where(np.arange(len(x)) % 10 == 5, -1, 1)     # a negative amount in parentheses: "($1,234.50)"
+    df = pd.DataFrame({"price": [f"${v:,.2f}" if s > 0 else f"(${v:,.2f})" for v, s in zip(x, sign)], "share": [f"{v % 100:.0f}%" for v in x],
                        "qty": [f"{int(v * 20):,}" for v in x], "euro": [f"{v:.0f} €" for v in x],
                        "ratio": [f"{v % 7:.0f},5" for v in x],         # a decimal comma in a comma file: text
                        "temp": ["?" if i % 4 == 0 else f"{v / 100:.1f}" for i, v in enumerate(x)],   # "?": missing
@@ -170,14 +171,14 @@ def test_numbers_written_with_currency_grouping_or_percent_or_missing_marks_are_
         ("categorical", None), ("numeric", "{:.1f}"), ("datetime", None)]
     assert np.isnan(pre.encode(df)["temp"].iloc[0]) and pre.encode(df)["temp"].iloc[1] == round(x[1] / 100, 1)
     raw = pre.encode(df)
-    np.testing.assert_allclose(raw["price"], x)
+    np.testing.assert_allclose(raw["price"], sign * x)
     np.testing.assert_allclose(raw["qty"], [int(v * 20) for v in x])
     # query rows written the same way read the same numbers; a sign before or after the currency is a minus
-    query = pd.DataFrame({"price": ["-$1,000.00", "$-2.50", "12"], "share": ["5%", "-1%", "x"],
+    query = pd.DataFrame({"price": ["-$1,000.00", "$-2.50", "(12)"], "share": ["5%", "-1%", "x"],
                           "qty": ["1,000", "7", None], "euro": ["3 €", "4", "5 €"], "ratio": ["1,5"] * 3,
                           "temp": ["1.5", "?", "2"], "day": ["-", "01/03/2024", "02/03/2024"]})
     got = pre.encode(query)
-    assert got["price"].tolist() == [-1000.0, -2.5, 12.0] and got["share"].tolist()[:2] == [5.0, -1.0]
+    assert got["price"].tolist() == [-1000.0, -2.5, -12.0] and got["share"].tolist()[:2] == [5.0, -1.0]
     assert np.isnan(got["share"].iloc[2]) and got["qty"].tolist()[:2] == [1000.0, 7.0]
     # a filled cell is written as the column writes its numbers; the others keep their text
     holes = df.copy()

@@ -1,5 +1,5 @@
 """Numbers and dates written as text: the values a text column holds when they are numbers (plainly, or as
-spreadsheets write them: "$1,234.50", "12%", "1,234"; with a decimal comma in files not delimited by commas:
+spreadsheets write them: "$1,234.50", "12%", "1,234", "(99.00)" for -99; with a decimal comma in files not delimited by commas:
 "1 234,50 €") or dates written one way, and how the column writes them. The one reading of such columns for the
 estimators, the CLI, the file readers and the app (docs/decisions/0012-preprocessing.md and 0037)."""
 from __future__ import annotations
@@ -47,12 +47,20 @@ def _distinct(s: pd.Series) -> tuple[np.ndarray, pd.Series]:
     return codes, pd.Series(uniques, dtype=object).map(lambda v: str(v).strip())
 
 
+# a negative amount as accountants write one: a number without a sign in parentheses, "(1,234.50)", "($99)"
+_IN_PARENTHESES = r"^\(\s*([^()+-]*?)\s*\)$"
+
+
 def _numbers(text: pd.Series) -> pd.Series:
     """`parse_numbers` of distinct stripped texts."""
     num = pd.to_numeric(text, errors="coerce").astype(np.float64)
     rest = text[num.isna()]
+    inner = rest.str.extract(_IN_PARENTHESES)[0]
+    negative = inner.notna()
+    rest = inner.where(negative, rest)
     found = rest[rest.str.fullmatch(_FORMATTED.pattern)]
-    num[found.index] = pd.to_numeric(found.str.replace(r"[$€£¥₹%,\s+]", "", regex=True), errors="coerce")
+    value = pd.to_numeric(found.str.replace(r"[$€£¥₹%,\s+]", "", regex=True), errors="coerce")
+    num[found.index] = value.where(~negative[found.index], -value)
     return num
 
 
@@ -63,8 +71,8 @@ def _per_row(values: np.ndarray, codes: np.ndarray, index: pd.Index, missing: ob
 
 def parse_numbers(s: pd.Series) -> pd.Series:
     """The numbers written in a text column s (float; NaN where a value is missing or not a number): what
-    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign.
-    Each distinct value is read once."""
+    `pd.to_numeric` reads, and numbers written with a currency sign, commas grouping thousands or a percent sign,
+    negative where written in parentheses ("(1,234.50)"). Each distinct value is read once."""
     codes, text = _distinct(s)
     return _per_row(_numbers(text).to_numpy(), codes, s.index, np.nan)
 
