@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from feat_engine.predictions import prediction_table
-from feat_engine.preprocess import date_format, number_format, parse_numbers
+from feat_engine.preprocess import date_format, format_number, number_format, parse_numbers
 
 from . import figures, numbers
 from .io import TableError
@@ -96,7 +96,7 @@ def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
     if pd.api.types.is_datetime64_any_dtype(values):
         return values.dt.strftime(date_format(s) or "%Y-%m-%d %H:%M:%S").astype(object)
     shape = number_format(s) or ("{:.0f}" if np.all(np.mod(parse_numbers(s).dropna(), 1) == 0) else "{:.6g}")
-    return values.map(shape.format, na_action="ignore").astype(object)
+    return values.map(lambda x: format_number(shape, x), na_action="ignore").astype(object)
 
 
 HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"

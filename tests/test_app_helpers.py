@@ -544,10 +544,12 @@ def test_predictions_frame_and_merge_and_highlight():
     m = downloads.merge_columns(orig, filled)
     assert list(m.columns) == ["a", "id", "b"] and m["a"].tolist() == [1.0, 5.0] and m["id"].isna().iloc[1]
     # a text column the Data view read as numbers keeps its text; its filled cells are written as it writes them
-    money = pd.DataFrame({"fee": ["$1,000.50", None, "?", "$20.00"], "n": [1.0, np.nan, 3.0, 4.0]})
-    done = pd.DataFrame({"fee": [1000.5, 2345.678, 7.0, 20.0], "n": [1.0, 2.0, 3.0, 4.0]})
+    # (a negative in parentheses where the column writes one so)
+    money = pd.DataFrame({"fee": ["$1,000.50", None, "?", "($20.00)"], "n": [1.0, np.nan, 3.0, 4.0]})
+    done = pd.DataFrame({"fee": [1000.5, -2345.678, 7.0, -20.0], "n": [1.0, 2.0, 3.0, 4.0]})
     m = downloads.merge_columns(money, done, pd.DataFrame({"fee": [False, True, True, False], "n": [False, True] * 2}))
-    assert m["fee"].tolist() == ["$1,000.50", "$2,345.68", "$7.00", "$20.00"] and m["n"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert m["fee"].tolist() == ["$1,000.50", "($2,345.68)", "$7.00", "($20.00)"]
+    assert m["n"].tolist() == [1.0, 2.0, 3.0, 4.0]
     # a view shows what the download holds: dates and times of day the file writes as text, as it writes them (the
     # Impute view showed "2015-01-01 00:00:00" and "1900-01-01 17:01:39"); numbers keep their formats
     file = pd.DataFrame({"day": ["2015-01-01", None], "at": ["11:38:36", None], "x": [1.5, np.nan]}, index=[4, 7])

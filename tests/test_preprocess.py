@@ -167,7 +167,7 @@ def test_numbers_written_with_currency_grouping_percent_parentheses_or_missing_m
     # the example is a value read as a number, not the "?" the column opens with
     assert f"'temp' holds numbers such as '{x[1] / 100:.1f}'" in " ".join(str(w.message) for w in notes)
     assert [(c.kind, c.number_format) for c in pre.plan_] == [
-        ("numeric", "${:,.2f}"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
+        ("numeric", "${:,.2f};(${:,.2f})"), ("numeric", "{:.0f}%"), ("numeric", "{:,.0f}"), ("numeric", "{:.0f} €"),
         ("categorical", None), ("numeric", "{:.1f}"), ("datetime", None)]
     assert np.isnan(pre.encode(df)["temp"].iloc[0]) and pre.encode(df)["temp"].iloc[1] == round(x[1] / 100, 1)
     raw = pre.encode(df)
@@ -180,12 +180,15 @@ def test_numbers_written_with_currency_grouping_percent_parentheses_or_missing_m
     got = pre.encode(query)
     assert got["price"].tolist() == [-1000.0, -2.5, -12.0] and got["share"].tolist()[:2] == [5.0, -1.0]
     assert np.isnan(got["share"].iloc[2]) and got["qty"].tolist()[:2] == [1000.0, 7.0]
-    # a filled cell is written as the column writes its numbers; the others keep their text
+    # a filled cell is written as the column writes its numbers (a negative amount in parentheses); the others keep
+    # their text
     holes = df.copy()
     holes.loc[[0, 1], ["price", "share", "qty", "euro"]] = None
+    holes.loc[5, "price"] = None
     out = pre.inverse_transform(pre.transform(df), holes)
     pd.testing.assert_frame_equal(out.iloc[:2, :4], df.iloc[:2, :4], check_dtype=False)     # (temp, day: no hole)
     pd.testing.assert_frame_equal(out.iloc[2:], df.iloc[2:])
+    assert out.loc[5, "price"] == f"(${x[5]:,.2f})"
 
 
 def test_inverse_keeps_each_number_within_its_columns_support():

@@ -5,9 +5,10 @@ reading of a table for the estimators, the CLI and the app (docs/decisions/0012-
 """
 from .columns import (CLIP, NOMINAL_MIN_LEVELS, ColumnPlan, TablePreprocessor, UnclippedRows, as_frame, column_kind,
                       numbers, plan_column, standardise, unordered)
-from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, missing_marks, number_format,
-                          numbers_in_text, parse_numbers, read_dates)
+from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, format_number, missing_marks,
+                          number_format, numbers_in_text, parse_numbers, read_dates)
 
 __all__ = ["CLIP", "NOMINAL_MIN_LEVELS", "ColumnPlan", "TablePreprocessor", "UnclippedRows", "as_frame", "column_kind",
            "numbers", "plan_column", "standardise", "unordered", "date_format", "date_words", "number_format",
-           "numbers_in_text", "parse_numbers", "read_dates", "CATEGORY_MARKS", "MISSING_MARKS", "missing_marks"]
+           "format_number", "numbers_in_text", "parse_numbers", "read_dates", "CATEGORY_MARKS", "MISSING_MARKS",
+           "missing_marks"]

@@ -18,8 +18,8 @@ from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, named, readable_cells, sklearn_words
 from .dates import DATE_PARTS, date_grid, from_days, on_grid
-from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, missing_marks, number_format,
-                          numbers_in_text, parse_numbers, read_dates)
+from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, format_number, missing_marks,
+                          number_format, numbers_in_text, parse_numbers, read_dates)
 
 CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
@@ -418,7 +418,7 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
         v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, at its decimals (whole
         v = v if c.decimals is None else np.round(v, c.decimals)          # numbers whole: a count of 2.7 is no count)
         shape = c.number_format or ("{:.0f}" if c.integer else "{:.6g}")
-        return pd.Series([shape.format(x) for x in v], dtype=object) if c.text else pd.Series(v)
+        return pd.Series([format_number(shape, x) for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)

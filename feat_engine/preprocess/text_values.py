@@ -1,7 +1,7 @@
 """Numbers and dates written as text: the values a text column holds when they are numbers (plainly, or as
-spreadsheets write them: "$1,234.50", "12%", "1,234", "(99.00)" for -99; with a decimal comma in files not delimited by commas:
-"1 234,50 €") or dates written one way, and how the column writes them. The one reading of such columns for the
-estimators, the CLI, the file readers and the app (docs/decisions/0012-preprocessing.md and 0037)."""
+spreadsheets write them: "$1,234.50", "12%", "1,234", "(99.00)" for -99; with a decimal comma in files not delimited
+by commas: "1 234,50 €") or dates written one way, and how the column writes them. The one reading of such columns
+for the estimators, the CLI, the file readers and the app (docs/decisions/0012-preprocessing.md and 0037)."""
 from __future__ import annotations
 
 import re
@@ -80,15 +80,25 @@ def parse_numbers(s: pd.Series) -> pd.Series:
 def number_format(s: pd.Series) -> str | None:
     """The `str.format` template a text column of numbers writes them in ("${:,.2f}", "{:.0f}%", "{:.1f}"): the
     currency and percent signs most of its first SHAPE_VALUES distinct values have, grouping where any has it, and
-    the most decimals any has (at most 6); None where none is written as `_FORMATTED` reads (1e3)."""
+    the most decimals any has (at most 6); a second section for negatives where any is written in parentheses
+    ("${:,.2f};(${:,.2f})", `format_number`); None where none is written as `_FORMATTED` reads (1e3)."""
     text = pd.Series(s.dropna().unique()[:SHAPE_VALUES], dtype=object).astype(str).str.strip()
-    found = text.str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
+    inner = text.str.extract(_IN_PARENTHESES)[0]
+    found = inner.fillna(text).str.extract(f"^{_FORMATTED.pattern}$").dropna(subset=["num"])
     if found.empty:
         return None
     pre, post = found["pre"].mode().iloc[0], found["post"].mode().iloc[0]
     grouped = found["num"].str.contains(",", regex=False).any()
     decimals = min(6, int(found["num"].str.extract(r"\.(\d+)$")[0].str.len().fillna(0).max()))
-    return f"{pre}{{:{',' if grouped else ''}.{decimals}f}}{' ' if post in '$€£¥₹' and post else ''}{post}"
+    shape = f"{pre}{{:{',' if grouped else ''}.{decimals}f}}{' ' if post in '$€£¥₹' and post else ''}{post}"
+    return f"{shape};({shape})" if inner[found.index].notna().any() else shape
+
+
+def format_number(template: str, x: float) -> str:
+    """x written by a `number_format` template; a template of two sections, as spreadsheets' number formats have
+    ("${:,.2f};(${:,.2f})"), writes a negative number's size by the second."""
+    positive, _, negative = template.partition(";")
+    return negative.format(-x) if negative and x < 0 else positive.format(x)
 
 
 def numbers_in_text(s: pd.Series) -> pd.Series | None:
