@@ -52,11 +52,17 @@ def predictions_frame(index, y_pred, proba=None, classes=None, y_true=None, targ
 def filled_target_table(df: pd.DataFrame, rows, y_pred, target: str) -> pd.DataFrame:
     """The whole uploaded table, rows in their order, with the predictions `y_pred` of the rows `rows` (row ids of
     `df`, the rows whose target was missing) in the column `target`, the observed values unchanged, and a column
-    "<target> filled by FEAT" after it: True on the filled rows, False on the others."""
+    "<target> filled by FEAT" after it: True on the filled rows, False on the others. Where the file holds the target
+    as text that the Data view read as numbers or dates ("$1,234.50", "03/01/2024"), the predictions are written the
+    way the column writes its values, as `merge_columns` writes filled cells."""
     out = df.copy()
     filled = out.index.isin(list(rows))
     column = out[target].astype(object)
-    column[filled] = pd.Series(list(y_pred), index=list(rows), dtype=object).reindex(out.index[filled]).to_numpy()
+    values = pd.Series(list(y_pred), index=list(rows)).reindex(out.index[filled])
+    if (pd.api.types.is_object_dtype(out[target]) or pd.api.types.is_string_dtype(out[target])) and \
+            (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_datetime64_any_dtype(values)):
+        values = _written_like(out[target], values)
+    column[filled] = values.to_numpy()
     out[target] = column.infer_objects()
     flag = f"{target} filled by FEAT"
     while flag in out.columns:

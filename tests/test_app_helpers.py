@@ -576,6 +576,10 @@ def test_whole_table_with_the_target_filled_in():
     text = pd.DataFrame({"c": ["u", None, "v"]})
     got = downloads.filled_target_table(text, [1], np.array(["w"], dtype=object), "c")
     assert got["c"].tolist() == ["u", "w", "v"] and got["c filled by FEAT"].tolist() == [False, True, False]
+    # a target the file writes as text that reads as numbers: the predictions written its way, not as -12.345
+    money = pd.DataFrame({"fee": ["$1,000.50", None, "($20.00)", None]})
+    got = downloads.filled_target_table(money, [1, 3], np.array([-12.345, 99.1]), "fee")
+    assert got["fee"].tolist() == ["$1,000.50", "($12.35)", "($20.00)", "$99.10"]
     taken = pd.DataFrame({"c": [None, "v"], "c filled by FEAT": [1, 2]})   # a column of that name already there
     assert list(downloads.filled_target_table(taken, [0], ["u"], "c").columns) == \
         ["c", "c filled by FEAT (FEAT)", "c filled by FEAT"]
