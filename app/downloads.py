@@ -8,6 +8,7 @@ import pandas as pd
 
 from feat_engine.predictions import prediction_table
 from feat_engine.preprocess import date_format, format_number, number_format, parse_numbers
+from feat_engine.preprocess.text_values import SHAPE_VALUES
 
 from . import figures, numbers
 from .io import TableError
@@ -71,11 +72,13 @@ def filled_target_table(df: pd.DataFrame, rows, y_pred, target: str) -> pd.DataF
     return out
 
 
-def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFrame | None = None) -> pd.DataFrame:
+def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFrame | None = None,
+                  whole: pd.DataFrame | None = None) -> pd.DataFrame:
     """The original table with the columns of `filled` swapped in (same order and index); columns the model did not
     see are kept as they were. A column the file holds as text that the Data view read as numbers or dates
     ("$1,234.50", "12%", "03/01/2024") keeps its text, and its cells `mask` marks as filled are written the way the
-    column writes its values (`number_format`, `date_format`), so that nothing else in it changes."""
+    column writes its values (`number_format`, `date_format`; read off `whole`, the whole table, where `original`
+    holds some of its rows), so that nothing else in it changes."""
     out = original.copy()
     for c in filled.columns:
         if c not in out.columns:
@@ -83,7 +86,8 @@ def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFra
         s, f = original[c], filled[c]
         reread = (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)) and mask is not None \
             and (pd.api.types.is_numeric_dtype(f) or pd.api.types.is_datetime64_any_dtype(f))
-        out[c] = s.astype(object).mask(mask[c], _written_like(s, f)) if reread else f
+        out[c] = s.astype(object).mask(mask[c], _written_like((original if whole is None else whole)[c], f)) \
+            if reread else f
     return out
 
 
@@ -92,8 +96,9 @@ def as_written(original: pd.DataFrame, frame: pd.DataFrame, mask: pd.DataFrame,
     """`frame` (rows and columns of `original` as the app reads them) with each column the file holds as text written
     as the file writes it (`merge_columns`; cells `mask` marks as filled in the column's way), and the `formats` of
     the columns still read as numbers or dates: a view shows what its download holds ("2015-01-01", "11:38:36", not
-    "2015-01-01 00:00:00", "1900-01-01 11:38:36")."""
-    out = merge_columns(original.loc[frame.index, list(frame.columns)], frame, mask)
+    "2015-01-01 00:00:00", "1900-01-01 11:38:36"); each column written as the file's first SHAPE_VALUES rows write
+    it, also where the rows shown are all empty in it (a date format read off a million rows took 7 s)."""
+    out = merge_columns(original.loc[frame.index, list(frame.columns)], frame, mask, original.head(SHAPE_VALUES))
     return out, {c: f for c, f in formats.items() if c in out and out[c].dtype == frame[c].dtype}
 
 

@@ -559,6 +559,10 @@ def test_predictions_frame_and_merge_and_highlight():
     shown, formats = downloads.as_written(file, read, file.isna(), {"day": str, "at": str, "x": "{:.2f}".format})
     assert shown["day"].tolist() == ["2015-01-01", "2015-01-02"] and shown["at"].tolist() == ["11:38:36", "17:01:39"]
     assert shown["x"].tolist() == [1.5, 2.0] and list(formats) == ["x"]
+    # rows shown that are all empty in a column are written as the file's other rows write it (not "-12")
+    fees = pd.DataFrame({"fee": ["($1,000.50)", None, "$20.00"]})
+    shown = downloads.as_written(fees, pd.DataFrame({"fee": [-12.345]}, index=[1]), fees.isna(), {})[0]
+    assert shown["fee"].tolist() == ["($12.35)"]
     sty = downloads.highlight(filled, orig[["a", "b"]].isna())
     html = sty.to_html()
     css = html.split("</style>")[0]
