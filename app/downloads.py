@@ -77,8 +77,8 @@ def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFra
     """The original table with the columns of `filled` swapped in (same order and index); columns the model did not
     see are kept as they were. A column the file holds as text that the Data view read as numbers or dates
     ("$1,234.50", "12%", "03/01/2024") keeps its text, and its cells `mask` marks as filled are written the way the
-    column writes its values (`number_format`, `date_format`; read off `whole`, the whole table, where `original`
-    holds some of its rows), so that nothing else in it changes."""
+    column writes its values (`number_format`, `date_format`; read off the rows of `whole` where given, as where
+    `original` holds a few rows of the table, all empty in a column), so that nothing else in it changes."""
     out = original.copy()
     for c in filled.columns:
         if c not in out.columns:
