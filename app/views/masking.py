@@ -96,7 +96,7 @@ if go:
             for i in np.flatnonzero(full_rows):
                 mask[i, np.random.default_rng(int(seed) + i).integers(mask.shape[1])] = False
         masked = truth.mask(pd.DataFrame(mask, index=truth.index, columns=truth.columns))
-        filled, secs, notes = {}, {}, []
+        filled, secs, notes, failed = {}, {}, [], []
         with st.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
             state.cancel_button("masking")
             bar = st.progress(0.0, text="FEAT: preparing")
@@ -109,8 +109,9 @@ if go:
                 try:
                     filled[m] = as_dates(baselines.BASELINE_IMPUTERS[m](in_days(masked, dated), kinds), truth, dated)
                     secs[m] = time.perf_counter() - t0
-                except Exception as e:  # a baseline failing must not hide FEAT's result
-                    st.warning(f"{m} failed on this table ({type(e).__name__}: {str(e)[:200]}); left out.")
+                except Exception as e:  # a baseline failing must not hide FEAT's result: said beside the scores
+                    failed.append(f"{m} failed on this table ({type(e).__name__}: {str(e)[:200]}); it is left out of "
+                                  "the comparison.")
             status.update(label=f"Done: FEAT {state.seconds_text(secs['FEAT'])}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError, ValueError) as e:
         state.show_error(e)
@@ -130,6 +131,7 @@ if go:
                             for m, f in filled.items()], ignore_index=True)
         state.store_result("masking", {"truth": truth, "masked": masked, "mask": mask, "filled": filled,
                                        "seconds": secs, "scores": scores, "warnings": notes, "rate": rate,
+                                       "failed": failed,
                                        "mix": mix_name, "settings": [f"seed: {int(seed)}",
                                                                      f"FEAT readings per column: {int(n_est)}",
                                                                      f"rows used: {len(truth):,}"]})
@@ -147,9 +149,11 @@ c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=NRMSE_HEL
 c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help=metrics.METRIC_HELP["cell accuracy"])
 c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
 st.markdown("#### Overall (mean over columns)")
+for said in res["failed"]:
+    st.warning(said, icon=":material/warning:")
 st.dataframe(numbers.style(overall), width="stretch", placeholder="")
 heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
-report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"])]),
+report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"]), *res["failed"]]),
           ("Overall (mean over columns)", overall.reset_index())]
 worse = worse_than(scores, "mean/mode")
 if worse:          # the simplest fill beats FEAT on these columns: say so, by name
