@@ -16,10 +16,12 @@ class FEATDataWarning(UserWarning):
 NAMED = 10   # columns a note names before it counts the rest
 
 
-def named(columns: list) -> str:
-    """Columns as a note names them: the list, or its first NAMED and how many more (grants_other's 59 constant
-    columns filled a warning box)."""
-    return str(list(columns)) if len(columns) <= NAMED else f"{list(columns)[:NAMED]} and {len(columns) - NAMED} more"
+def named(columns: list, listed: bool = True) -> str:
+    """Columns as a note names them: the list (or, not `listed`, the names joined by commas), up to its first NAMED
+    and how many more (grants_other's 59 constant columns filled a warning box)."""
+    shown = list(columns)[:NAMED]
+    more = f" and {len(columns) - NAMED:,} more" if len(columns) > NAMED else ""
+    return (str(shown) if listed else ", ".join(map(str, shown))) + more
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app import figures, metrics, numbers, state
 from app import io as aio
-from feat_engine.errors import NAMED
+from feat_engine.errors import named
 
 st.title("Data")
 st.markdown("FEAT predicts a column of your table, fills in its empty cells and shows how its columns relate, "
@@ -146,9 +146,8 @@ table, notes = state.model_table()
 for n in notes:
     st.warning(n, icon=":material/warning:")
 ignored = [c for c, t in new_types.items() if t == "ignore"]
-more = f" and {len(ignored) - NAMED:,} more" if len(ignored) > NAMED else ""
 st.caption(f"The model sees {table.shape[1]:,} of {df.shape[1]:,} columns"
-           + (f"; ignored: {', '.join(map(str, ignored[:NAMED]))}{more}" if ignored else "") + ".")
+           + (f"; ignored: {named(ignored, listed=False)}" if ignored else "") + ".")
 
 if retyped:                                 # the table now read under the new types
     empty = aio.empty_cells(df, table)

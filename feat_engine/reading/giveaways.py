@@ -31,16 +31,15 @@ def giveaways(x: np.ndarray, y: np.ndarray, classification: bool, nominal: np.nd
     and a number's levels (decision 0044) name their column, once, as the analyst knows it."""
     rows = np.random.default_rng(seed).permutation(len(x))[:MAX_ROWS]
     x, y = np.asarray(x, dtype=np.float64)[rows], np.asarray(y)[rows]
-    out = []
+    out: dict[str, str] = {}                  # column -> how it gives the target away; each column once
     for j, name in enumerate(names):
-        if any(s.startswith(f"column {name!r} ") for s in out):      # its column is named already
+        if name in out:
             continue
         seen = ~np.isnan(x[:, j])
         v, t = x[seen, j], y[seen]
         empty = np.unique(y[~seen]) if classification else ()       # the classes of the rows where it is empty
         if len(empty) == 1 and min(seen.sum(), (~seen).sum()) >= MIN_CLASS and empty[0] not in t:
-            out.append(f"column {name!r} gives the target away: it is empty on the rows of one class and filled on "
-                       "the others, on every context row")
+            out[name] = "it is empty on the rows of one class and filled on the others, on every context row"
             continue
         if classification:
             counts = np.bincount(t.astype(np.int64))
@@ -51,17 +50,14 @@ def giveaways(x: np.ndarray, y: np.ndarray, classification: bool, nominal: np.nd
                 levels, code = np.unique(v, return_inverse=True)
                 mixed = np.unique(np.stack([code, t]), axis=1).shape[1] > len(levels)
                 if not mixed and len(levels) * LEVEL_ROWS <= len(v):
-                    out.append(f"column {name!r} gives the target away: each of its levels holds one class only, on "
-                               "every context row")
+                    out[name] = "each of its levels holds one class only, on every context row"
                 continue
             s = t[np.argsort(v, kind="stable")]
             if present * MIN_CLASS <= len(v) and int((s[1:] != s[:-1]).sum()) <= 2 * (present - 1):
-                out.append(f"column {name!r} gives the target away: a threshold on it separates the classes on every "
-                           "context row")
+                out[name] = "a threshold on it separates the classes on every context row"
         elif j not in nominal and len(v) > 2 and np.ptp(v) > 0 and np.ptp(t) > 0:
             rho = float(spearmanr(v, t).statistic)
             if abs(rho) >= MIN_RANK_CORR:
-                out.append(f"column {name!r} gives the target away: its order is the target's on the context rows "
-                           f"(Spearman {rho:.4f})")
-    return [f"{s}. If it is computed from the target or recorded after it, leave it out: the predictions lean on "
-            "it, and new rows will not have it" for s in out]
+                out[name] = f"its order is the target's on the context rows (Spearman {rho:.4f})"
+    return [f"column {name!r} gives the target away: {why}. If it is computed from the target or recorded after it, "
+            "leave it out: the predictions lean on it, and new rows will not have it" for name, why in out.items()]
