@@ -707,9 +707,11 @@ def test_additive_view_of_a_wide_table_reads_straight_lines(monkeypatch):
     monkeypatch.setattr(lv, "NEWTON_COLUMNS", 39)
     monkeypatch.setattr(SplineTransformer, "fit", lambda self, *a, **k: fitted.append(1) or self)
     real = LogisticRegression.fit
-    monkeypatch.setattr(LogisticRegression, "fit", lambda self, *a, **k: (solvers.append(self.solver), real(self, *a, **k))[1])
+    monkeypatch.setattr(LogisticRegression, "fit",
+                        lambda self, x, *a, **k: (solvers.append((self.solver, x.shape[1])), real(self, x, *a, **k))[1])
     w = fit_additive_model(x, (y > 0).astype(int), True, 0)
-    assert not fitted and set(solvers) == {"lbfgs"} and w.design(x[:2]).shape == (2, 40)
+    models = {solver for solver, columns in solvers if columns > 1}        # not the 1-column recalibrations
+    assert not fitted and models == {"lbfgs"} and w.design(x[:2]).shape == (2, 40)
 
 
 def test_view_fits_read_at_most_fit_rows(monkeypatch):
@@ -776,7 +778,8 @@ def test_tree_view_is_cross_fitted_boosting_and_a_query_reads_the_whole_context_
     np.testing.assert_allclose(v.context, (oof - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(v.queries(xq), (full - oof.mean()) / oof.std(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(v.queries(xq[3:4]), v.queries(xq)[3:4], rtol=1e-6)
-    assert v.loss == pytest.approx(np.mean((oof - y) ** 2))
+    slope, intercept = np.polyfit(oof, y, 1)                  # the loss of the column recalibrated by a line
+    assert v.loss == pytest.approx(np.mean((slope * oof + intercept - y) ** 2))
 
 
 def test_auto_view_is_the_one_that_predicts_the_context_better_out_of_fold():
@@ -798,6 +801,35 @@ def test_auto_view_is_the_one_that_predicts_the_context_better_out_of_fold():
         fit_stacked_models(w, dense, False, 0, "forest")
     with pytest.raises(FEATInputError, match="view must be one of .* got 'forest'"):
         FEATRegressor(view="forest").fit(w, dense)
+
+
+def test_views_are_compared_and_blended_recalibrated():
+    """A view's out-of-fold loss is that of its column recalibrated (Platt's scaling of a class label's logit, a line
+    for a number), as the engine reads the column through its own calibration: a model that ranks as well but is
+    overconfident (its logits times 5) loses the same, where its raw log-loss is higher, and gives the blend the same
+    prediction."""
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    from feat_engine.reading.stacked_model import _cross_fitted
+
+    class Loud(LogisticRegression):
+        def decision_function(self, x):
+            return 5 * super().decision_function(x)
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3))
+    y = (x[:, 0] + rng.normal(size=400) > 0).astype(int)
+    quiet, loud = (_cross_fitted("additive", x.__getitem__, None, y, True, lambda threads, m=m: m(), 0)
+                   for m in (LogisticRegression, Loud))
+    raw = 5 * (quiet.context * quiet.std + quiet.mean)
+    assert quiet.loss == pytest.approx(loud.loss, rel=1e-6)
+    assert loud.loss < 0.8 * np.mean(np.logaddexp(0, raw) - y * raw)
+    np.testing.assert_allclose(loud.predicted(loud.context), quiet.predicted(quiet.context), rtol=1e-5, atol=1e-5)
+    target = x[:, 0] + x[:, 1]
+    line = _cross_fitted("additive", x.__getitem__, None, target, False, lambda threads: Ridge(alpha=400.0), 0)
+    shrunk = line.context * line.std + line.mean           # a ridge this strong shrinks its predictions by half
+    assert line.loss < 0.5 * np.mean((shrunk - target) ** 2)
+    assert np.mean((line.predicted(line.context) - target) ** 2) == pytest.approx(line.loss, rel=1e-4)
 
 
 def test_the_other_kind_is_read_beside_where_it_loses_little_more():
@@ -855,7 +887,8 @@ def test_statistics_and_view_are_fitted_at_fit_and_predict_only_applies_them(mon
     rng = np.random.default_rng(6)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
     X["shop"] = rng.choice([f"s{i}" for i in range(12)], 300)
-    y = np.array(list("xyz"))[(X["a"] > 0).astype(int) + (X["b"] > 1).astype(int)]
+    noisy = X["a"] + 0.5 * rng.normal(size=300)         # noise, so that both kinds of view read part of the labels
+    y = np.array(list("xyz"))[(noisy > 0).astype(int) + (X["b"] > 1).astype(int)]
     clf = FEATClassifier(n_estimators=2, local_context=None).fit(X[:240], y[:240])
     reg = FEATRegressor(n_estimators=2, local_context=None).fit(X[:240], X["a"][:240] + X["b"][:240])
 

@@ -90,5 +90,5 @@ def fit_run_inputs(x_ctx: np.ndarray, detail: UnclippedRows, labels: np.ndarray,
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
     fitted, other = fit_stacked_models(x, labels, classification, seed, view, detail, nominal, threads, read, beside)
     if target is not None and fitted is not None:
-        target = target.with_residuals(labels - (fitted.context * fitted.std + fitted.mean))
+        target = target.with_residuals(labels - fitted.predicted(fitted.context))
     return RunInputs(features, stats, fitted, target, other)
