@@ -20,13 +20,12 @@ import pandas as pd
 
 from .errors import CheckpointError, FEATInputError
 from .estimators import LOCAL_CONTEXT, PRECISIONS, FEATClassifier, FEATImputer, FEATRegressor
-from .io import (
-    DELIMITERS, ENCODINGS, names_parts, output_directory, parquet_parts, read_table, table_format, write_table,
-)
+from .io import DELIMITERS, ENCODINGS, output_directory, read_table, table_format, write_table
 from .predictions import Fitted, prediction_frame
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
+from .sources import names_parts, parquet_parts
 from .targets import a_class_a_row, infer_task
 
 

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Iterator
 from sklearn.utils.validation import check_is_fitted
 
 from .checkpoint import resolve_model
-from .io import output_directory, parts_schema, read_table, write_table
+from .io import output_directory, read_table, write_table
 from .predictions import Fitted, prediction_frame, prediction_meta
 from .progress import Progress
+from .sources import parts_schema
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

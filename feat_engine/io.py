@@ -6,19 +6,17 @@ same thing about those they cannot read (docs/decisions/0037-file-reading-and-cl
     df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format
     got = load_table(data, "t.csv")                     # the frame and how it was read (encoding, delimiter)
     write_table(df, "out.parquet")
-    files = parquet_parts("query/*.parquet")           # a directory or glob of Parquet files, in order
-    meta = parts_schema(files)                          # their shared columns and dtypes, from the footers
 
 Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
 detected unless given. In files not delimited by commas, a text column whose every value is a
-number written with a decimal comma (12,5 or 1.234,5) is read as numbers, with a note. Unreadable
+number written with a decimal comma (12,5 or 1.234,5) is read as numbers, with a note. In any file, a last row
+of totals ("Total" beside the sums of the rows above) is left out, with a note (`without_totals_row`). Unreadable
 input raises `TableError` (a `FEATInputError`) whose `problem` names the file and what is wrong and
 whose `fix` says what to do.
 """
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import os
 import re
@@ -31,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import TableError
-from .preprocess.text_values import decimal_comma_columns, decimal_comma_numbers
+from .preprocess.text_values import TEXT_PARSE_SHARE, decimal_comma_columns, decimal_comma_numbers, parse_numbers
 
 FORMATS = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
            ".xlsx": "excel", ".xlsm": "excel"}
@@ -40,6 +38,7 @@ DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 ENCODINGS = ("utf-8", "utf-16", "cp1252", "latin-1")
 SNIFF_BYTES = 1 << 20  # the head of a text file that encoding checks and delimiter sniffing look at
 HEAD_ROWS = 200        # rows of that head that tell a first row of data from a header
+TOTAL_WORDS = re.compile(r"(grand\s+|sub)?totals?|sums?", re.IGNORECASE)   # a cell of a row of totals (`_totals_row`)
 
 
 @dataclass
@@ -68,6 +67,52 @@ def nested_as_text(loaded: Loaded) -> Loaded:
     if nested:
         loaded.notes.append(f"column{'s' if len(nested) > 1 else ''} {', '.join(map(repr, nested))} "
                             f"{'hold' if len(nested) > 1 else 'holds'} lists or records, read as their text")
+    return loaded
+
+
+def _totals_row(df: pd.DataFrame) -> tuple[object, object, object, object] | None:
+    """(row label, its word, a column, its value) where the table's last row with a value totals the rows above it:
+    a cell of it says so (`TOTAL_WORDS`, a colon after it or not) and a number of it, in a column of numbers (or of
+    numbers written as text, "$1,234.50"), is that column's sum over the rows above, not 0; else None."""
+    filled = df.index[df.notna().any(axis=1).to_numpy()]
+    if len(filled) < 3:
+        return None
+    last = df.loc[filled[-1]]
+    said = [c for c in df.columns if isinstance(last[c], str) and TOTAL_WORDS.fullmatch(last[c].strip(" :"))]
+    if not said:
+        return None
+    for c in df.columns:
+        if c in said or pd.isna(last[c]) or pd.api.types.is_bool_dtype(df[c]):
+            continue
+        if pd.api.types.is_numeric_dtype(df[c]):
+            column = df[c].astype(float)
+        elif df[c].dtype == object or pd.api.types.is_string_dtype(df[c]):
+            column = parse_numbers(df[c])
+        else:
+            continue
+        above = column.loc[:filled[-1]].iloc[:-1]
+        if above.notna().sum() < TEXT_PARSE_SHARE * df[c].loc[above.index].notna().sum():
+            continue                                    # a column of text, not of numbers
+        total, value = float(above.sum()), float(column.loc[filled[-1]])
+        if total != 0 and np.isclose(value, total, rtol=1e-9, atol=0.005):
+            return filled[-1], last[said[0]].strip(" :"), c, last[c]
+    return None
+
+
+def without_totals_row(loaded: Loaded) -> Loaded:
+    """`loaded` less a last row that totals the rows above it (`_totals_row`), with a note naming it. Spreadsheet and
+    accounting exports end so; read as data it would be a row of outliers, and with its label empty a row the app
+    predicts."""
+    found = _totals_row(loaded.df)
+    if found is not None:
+        row, word, column, value = found
+        df = loaded.df.drop(index=row)
+        for c in df.columns[(df.dtypes == float).to_numpy()]:      # whole numbers made float by the row's empty cell
+            if pd.isna(loaded.df.at[row, c]) and df[c].notna().all() and (df[c] == df[c].round()).all():
+                df[c] = df[c].astype(np.int64)
+        loaded.df = df
+        loaded.notes.append(f"left out the last row ({word!r}): it totals the rows above ({column!r} {value} is "
+                            "their sum), so it is not one of them")
     return loaded
 
 
@@ -352,7 +397,7 @@ def load_table(data: bytes, name: str, delimiter: str = "auto", encoding: str = 
                          "Use a file with a header row and at least one data row.")
     if not all(isinstance(c, str) for c in loaded.df.columns):
         loaded.df = loaded.df.rename(columns=str)
-    return nested_as_text(loaded)
+    return nested_as_text(without_totals_row(loaded))
 
 
 def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,
@@ -372,49 +417,6 @@ def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None =
     else:
         data = source if isinstance(source, bytes) else source.read()
     return load_table(data, name, delimiter, encoding).df
-
-
-def names_parts(source: str) -> bool:
-    """Whether `source` names a set of files, a directory or a glob pattern (* ? [), rather than one file."""
-    return not Path(source).is_file() and (Path(source).is_dir() or any(c in source for c in "*?["))
-
-
-def _natural(path: Path) -> list:
-    """Sort key putting part.2 before part.10."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
-
-
-def parquet_parts(source: str) -> list[str]:
-    """The Parquet files of a directory (every file but those named .* or _*, such as _SUCCESS) or of a
-    glob pattern, in natural order (part.2 before part.10). TableError when none match or one is not
-    Parquet by its suffix."""
-    if Path(source).is_dir():
-        paths = [p for p in Path(source).iterdir() if p.is_file() and not p.name.startswith((".", "_"))]
-    else:
-        paths = [Path(p) for p in glob.glob(source) if Path(p).is_file()]
-    if not paths:
-        raise TableError(f"{source}: {'the directory holds no files' if Path(source).is_dir() else 'no files match'}.",
-                         "Check the path or pattern; it should name Parquet files (.parquet, .pq).")
-    for p in paths:
-        if FORMATS.get(p.suffix.lower()) != "parquet":
-            raise TableError(f"{p}: not a Parquet file; a directory or pattern of files takes Parquet "
-                             "files (.parquet, .pq) only.", "Move the file out, or narrow the pattern (dir/*.parquet).")
-    return [str(p) for p in sorted(paths, key=_natural)]
-
-
-def parts_schema(files: list[str]) -> pd.DataFrame:
-    """`parquet_schema` of the first of some Parquet parts, read from the footers; TableError names a part
-    whose columns differ from the first's (in their names or their order)."""
-    meta = parquet_schema(files[0])
-    for path in files[1:]:
-        columns = list(parquet_schema(path).columns)
-        if columns != list(meta.columns):
-            differ = "in another order" if set(columns) == set(meta.columns) else (
-                f"missing {[c for c in meta.columns if c not in columns]}, "
-                f"unexpected {[c for c in columns if c not in meta.columns]}")
-            raise TableError(f"{path}: columns differ from those of {files[0]}: {differ}.",
-                             "Give Parquet files that share one set of columns, in one order.")
-    return meta
 
 
 def output_directory(path: str | os.PathLike) -> Path:

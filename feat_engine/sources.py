@@ -4,6 +4,8 @@ through an embedded DuckDB, which reads only the columns and row groups a query 
 through `load_table`, so their encoding, delimiter and notes are those an upload of the file gets.
 
     got = open_path("data/")                                     # Loaded: the directory's Parquet parts, in order
+    files = parquet_parts("data/*.parquet")                      # a directory or glob of Parquet files, in order
+    meta = parts_schema(files)                                   # their shared columns and dtypes, from the footers
     got = run_sql("SELECT a, b FROM 'data/*.parquet' WHERE c > 3")
     stamp = source_stamp("data/")                                # the files read, with their size and mtime
     changed = source_stamp("data/") != stamp                     # a file changed, came or went
@@ -21,15 +23,59 @@ from pathlib import Path
 from typing import Iterator
 
 import duckdb
+import pandas as pd
 
 from .errors import TableError
-from .io import Loaded, load_table, names_parts, nested_as_text, parquet_parts, parts_schema, table_format
+from .io import FORMATS, Loaded, load_table, nested_as_text, parquet_schema, table_format
 
 QUERY_STARTS = ("select", "with", "from", "values", "(")   # the first word of a query run_sql runs
 _QUOTED = re.compile(r"'((?:[^']|'')*)'|\"((?:[^\"]|\"\")*)\"")   # 'a string' or "an identifier" in SQL
 _TEXT_TABLE = re.compile(r"\b(from|join)(\s+)'((?:[^']|'')*)'", re.IGNORECASE)   # FROM 'a file' or JOIN 'a file'
 
 Stamp = tuple[tuple[str, int, int], ...]
+
+
+def names_parts(source: str) -> bool:
+    """Whether `source` names a set of files, a directory or a glob pattern (* ? [), rather than one file."""
+    return not Path(source).is_file() and (Path(source).is_dir() or any(c in source for c in "*?["))
+
+
+def _natural(path: Path) -> list:
+    """Sort key putting part.2 before part.10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def parquet_parts(source: str) -> list[str]:
+    """The Parquet files of a directory (every file but those named .* or _*, such as _SUCCESS) or of a
+    glob pattern, in natural order (part.2 before part.10). TableError when none match or one is not
+    Parquet by its suffix."""
+    if Path(source).is_dir():
+        paths = [p for p in Path(source).iterdir() if p.is_file() and not p.name.startswith((".", "_"))]
+    else:
+        paths = [Path(p) for p in glob.glob(source) if Path(p).is_file()]
+    if not paths:
+        raise TableError(f"{source}: {'the directory holds no files' if Path(source).is_dir() else 'no files match'}.",
+                         "Check the path or pattern; it should name Parquet files (.parquet, .pq).")
+    for p in paths:
+        if FORMATS.get(p.suffix.lower()) != "parquet":
+            raise TableError(f"{p}: not a Parquet file; a directory or pattern of files takes Parquet "
+                             "files (.parquet, .pq) only.", "Move the file out, or narrow the pattern (dir/*.parquet).")
+    return [str(p) for p in sorted(paths, key=_natural)]
+
+
+def parts_schema(files: list[str]) -> pd.DataFrame:
+    """`parquet_schema` of the first of some Parquet parts, read from the footers; TableError names a part
+    whose columns differ from the first's (in their names or their order)."""
+    meta = parquet_schema(files[0])
+    for path in files[1:]:
+        columns = list(parquet_schema(path).columns)
+        if columns != list(meta.columns):
+            differ = "in another order" if set(columns) == set(meta.columns) else (
+                f"missing {[c for c in meta.columns if c not in columns]}, "
+                f"unexpected {[c for c in columns if c not in meta.columns]}")
+            raise TableError(f"{path}: columns differ from those of {files[0]}: {differ}.",
+                             "Give Parquet files that share one set of columns, in one order.")
+    return meta
 
 
 def _where() -> str:

@@ -18,7 +18,7 @@ from feat_engine import FEATClassifier, FEATRegressor  # noqa: E402
 from feat_engine import dask_scoring  # noqa: E402
 from feat_engine.cli import main  # noqa: E402
 from feat_engine.dask_scoring import predict_partitions  # noqa: E402
-from feat_engine.io import parquet_parts  # noqa: E402
+from feat_engine.sources import parquet_parts  # noqa: E402
 from feat_engine.predictions import prediction_frame  # noqa: E402
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -75,6 +76,26 @@ def test_lines_above_the_table_are_skipped_and_named():
     assert list(indexed.df.columns) == ["Unnamed: 0", "a", "b"] and not indexed.notes
     trailing = load_table(b"a,b\n1,2,\n3,4,\n5,6,\n", "trailing.csv")      # nor is a header without their last comma
     assert list(trailing.df.columns) == ["a", "b"] and not trailing.notes
+
+
+def test_a_last_row_of_totals_is_left_out_and_named():
+    """A last row that says "Total" and holds a column's sum over the rows above (a spreadsheet's or an accounting
+    export's) is left out with a note, in text and Excel files, also where the amounts are written "$1,234.50"; the
+    column its empty cell made float is whole numbers again. A last row that says "Total" but sums nothing, or that
+    sums a column but says nothing, is data and stays."""
+    rows = "region,units,amount\nnorth,3,$1.50\nsouth,4,\"$1,002.50\"\nwest,1,$3.00\n"
+    got = load_table(f"{rows}Grand total:,,\"$1,007.00\"\n".encode(), "ledger.csv")
+    assert got.df["region"].tolist() == ["north", "south", "west"] and got.df["units"].tolist() == [3, 4, 1]
+    assert got.df["units"].dtype == np.int64 and got.notes == [
+        "left out the last row ('Grand total'): it totals the rows above ('amount' $1,007.00 is their sum), so it is "
+        "not one of them"]
+    for last in ("Total,5,$2.00", "east,8,\"$1,007.00\"", "Total,0,$0.00"):
+        kept = load_table(f"{rows}{last}\n".encode(), "ledger.csv")
+        assert len(kept.df) == 4 and not kept.notes, last
+    book = io.BytesIO()
+    pd.DataFrame({"shop": ["a", "b", "c", "Sum"], "sales": [1.25, 2.5, 3.0, 6.75]}).to_excel(book, index=False)
+    got = load_table(book.getvalue(), "sales.xlsx")
+    assert got.df["shop"].tolist() == ["a", "b", "c"] and "('sales' 6.75 is their sum)" in got.notes[0]
 
 
 def test_line_breaks_inside_values_stay_in_them():
