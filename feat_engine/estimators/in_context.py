@@ -439,7 +439,7 @@ class InContextBase(FEATBase, ABC):
         inputs, order = self.run_inputs_[m.index][cls], self._fit_order(m)
         every = inputs.context(self.context_[order])            # the context rows' values, out of fold
         q = inputs.queries(xq, detail) if held is None else every[self._positions(order)[held]]
-        stacked = inputs.stacked       # the blend reads its prediction as it is; the runs, its column clipped
+        stacked = inputs.stacked       # the blend reads its prediction, recalibrated; the runs, its column clipped
         own = np.full(len(q), np.nan) if stacked is None else stacked.predicted(q[:, 0])
         return RunMatrices(inputs.clipped(every)[:len(m.rows)], inputs.labels(self._labels(cls)[m.rows]),
                            inputs.clipped(q), own)

@@ -76,7 +76,7 @@ class StackedModel:
     model: Any                                # fitted on every context row (None until `fitted`)
     mean: float                               # statistics of the out-of-fold predictions
     std: float
-    loss: float                               # their mean loss on the context's labels, calibrated (`_calibrated`)
+    loss: float                               # their mean loss on the context's labels, recalibrated (`_calibrated`)
     calibration: tuple[float, float]          # (slope, intercept): the prediction from the standardised column
     rows: TreeRows | None = None              # how the tree model reads the rows' detail (None: the matrix alone)
     fit_whole: Callable[[], Any] | None = field(default=None, repr=False)   # makes `model`; dropped once it has
