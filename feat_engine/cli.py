@@ -8,7 +8,8 @@
 Input files are read by `feat_engine.io` (the app's reader too): the encoding and delimiter of text
 files are detected unless --encoding or --delimiter says. A directory or glob of Parquet files as
 --query is scored on Dask (`dask_scoring.py`): one output Parquet file per input file, in the directory -o.
-Progress and warnings go to stderr. Bad input prints one error line and exits with code 2.
+Progress, warnings and what the reader chose on its own (a title skipped, a row of totals left out) go to
+stderr. Bad input prints one error line and exits with code 2.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pandas as pd
 
 from .errors import CheckpointError, FEATInputError
 from .estimators import LOCAL_CONTEXT, PRECISIONS, FEATClassifier, FEATImputer, FEATRegressor
-from .io import DELIMITERS, ENCODINGS, output_directory, read_table, table_format, write_table
+from .io import DELIMITERS, ENCODINGS, load_source, output_directory, table_format, write_table
 from .predictions import Fitted, prediction_frame
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
@@ -106,9 +107,13 @@ TEXT_OUTPUTS = {"csv": " (UTF-8, comma-separated)", "tsv": " (UTF-8, tab-separat
 
 
 def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
-    """An input table, with the --delimiter and --encoding choices."""
+    """An input table, with the --delimiter and --encoding choices; what the reader chose on its own (a title
+    skipped, a row of totals left out) goes to stderr."""
     sep = {name: d for d, name in DELIMITERS.items()}.get(a.delimiter, "auto")
-    return read_table(path, delimiter=sep, encoding=a.encoding)
+    loaded = load_source(path, delimiter=sep, encoding=a.encoding)
+    for note in loaded.notes:
+        print(f"feat: {path}: {note}", file=sys.stderr)
+    return loaded.df
 
 
 def _members(a: argparse.Namespace) -> dict:

@@ -5,6 +5,7 @@ same thing about those they cannot read (docs/decisions/0037-file-reading-and-cl
     df = read_table("train.csv")                        # a path
     df = read_table(uploaded_bytes, "train.xlsx")       # bytes or a buffer; the name gives the format
     got = load_table(data, "t.csv")                     # the frame and how it was read (encoding, delimiter)
+    got = load_source("train.csv")                      # the same from a path or a buffer, notes included
     write_table(df, "out.parquet")
 
 Text files: the encoding (a BOM, else UTF-8, else Windows-1252) and the delimiter (, ; tab |) are
@@ -400,13 +401,10 @@ def load_table(data: bytes, name: str, delimiter: str = "auto", encoding: str = 
     return nested_as_text(without_totals_row(loaded))
 
 
-def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,
-               delimiter: str = "auto", encoding: str = "auto") -> pd.DataFrame:
-    """Read one table from a path, a binary buffer or bytes (see `load_table`).
-
-    `name` (a file name such as "data.xlsx") picks the format when `source` is a buffer or
-    bytes; for a path it defaults to the path itself. Excel reads the first sheet.
-    """
+def load_source(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,
+                delimiter: str = "auto", encoding: str = "auto") -> Loaded:
+    """Read one table from a path, a binary buffer or bytes (`load_table`). `name` (a file name such as "data.xlsx")
+    picks the format when `source` is a buffer or bytes; for a path it defaults to the path itself."""
     if isinstance(source, (str, os.PathLike)):
         name = name or str(source)
         if not Path(source).is_file():
@@ -416,7 +414,13 @@ def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None =
         raise TableError("read_table needs a file name (for its format) when reading a buffer.")
     else:
         data = source if isinstance(source, bytes) else source.read()
-    return load_table(data, name, delimiter, encoding).df
+    return load_table(data, name, delimiter, encoding)
+
+
+def read_table(source: str | os.PathLike | IO[bytes] | bytes, name: str | None = None,
+               delimiter: str = "auto", encoding: str = "auto") -> pd.DataFrame:
+    """The frame of `load_source`, without the reader's notes."""
+    return load_source(source, name, delimiter, encoding).df
 
 
 def output_directory(path: str | os.PathLike) -> Path:

@@ -30,14 +30,20 @@ def tables(tmp_path):
 
 
 def test_predict_classification(tables, capsys):
+    """Predictions for every query row; a last row of totals in the query file is left out, and stderr says so."""
     d, _ = tables
+    query = pd.read_csv(d / "test.tsv", sep="\t")
+    pd.concat([query, pd.DataFrame([{"a": query["a"].sum(), "kind": "Total"}])]).to_csv(d / "test.tsv", sep="\t",
+                                                                                      index=False)
     rc = main(["predict", "--context", str(d / "train.csv"), "--target", "y", "--query", str(d / "test.tsv"),
                "-o", str(d / "pred.csv"), "--n-estimators", "1"])
     assert rc == 0
     out = pd.read_csv(d / "pred.csv")
     assert list(out.columns) == ["y", "p(no)", "p(yes)"] and len(out) == 20
     assert set(out["y"]) <= {"yes", "no"} and np.allclose(out[["p(no)", "p(yes)"]].sum(axis=1), 1)
-    assert "[" in capsys.readouterr().err                               # progress on stderr
+    err = capsys.readouterr().err
+    assert "[" in err                                                   # progress on stderr
+    assert f"feat: {d / 'test.tsv'}: left out the last row ('Total'): it totals the rows above" in err
 
 
 def test_predict_regression(tables):
