@@ -60,8 +60,7 @@ def filled_target_table(df: pd.DataFrame, rows, y_pred, target: str) -> pd.DataF
     filled = out.index.isin(list(rows))
     column = out[target].astype(object)
     values = pd.Series(list(y_pred), index=list(rows)).reindex(out.index[filled])
-    if (pd.api.types.is_object_dtype(out[target]) or pd.api.types.is_string_dtype(out[target])) and \
-            (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_datetime64_any_dtype(values)):
+    if _text_read_as_values(out[target], values):
         values = _written_like(out[target], values)
     column[filled] = values.to_numpy()
     out[target] = column.infer_objects()
@@ -84,8 +83,7 @@ def merge_columns(original: pd.DataFrame, filled: pd.DataFrame, mask: pd.DataFra
         if c not in out.columns:
             continue
         s, f = original[c], filled[c]
-        reread = (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)) and mask is not None \
-            and (pd.api.types.is_numeric_dtype(f) or pd.api.types.is_datetime64_any_dtype(f))
+        reread = mask is not None and _text_read_as_values(s, f)
         out[c] = s.astype(object).mask(mask[c], _written_like((original if whole is None else whole)[c], f)) \
             if reread else f
     return out
@@ -100,6 +98,13 @@ def as_written(original: pd.DataFrame, frame: pd.DataFrame, mask: pd.DataFrame,
     it, also where the rows shown are all empty in it (a date format read off a million rows took 7 s)."""
     out = merge_columns(original.loc[frame.index, list(frame.columns)], frame, mask, original.head(SHAPE_VALUES))
     return out, {c: f for c, f in formats.items() if c in out and out[c].dtype == frame[c].dtype}
+
+
+def _text_read_as_values(s: pd.Series, values: pd.Series) -> bool:
+    """Whether a column the file holds as text (`s`) came back as numbers or dates (`values`): its filled cells are
+    then written the column's way (`_written_like`)."""
+    return (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)) and \
+        (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_datetime64_any_dtype(values))
 
 
 def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:

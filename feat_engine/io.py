@@ -411,7 +411,7 @@ def load_source(source: str | os.PathLike | IO[bytes] | bytes, name: str | None 
             raise TableError(f"{name}: file not found.", "Check the path.")
         data = Path(source).read_bytes()
     elif name is None:
-        raise TableError("read_table needs a file name (for its format) when reading a buffer.")
+        raise TableError("reading a buffer needs a file name (for its format).")
     else:
         data = source if isinstance(source, bytes) else source.read()
     return load_table(data, name, delimiter, encoding)
