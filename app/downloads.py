@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Hashable
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -111,8 +113,22 @@ def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
     """`values` (numbers or dates read from the text column s) as text the way s writes them."""
     if pd.api.types.is_datetime64_any_dtype(values):
         return values.dt.strftime(date_format(s) or "%Y-%m-%d %H:%M:%S").astype(object)
+    return values.map(_number_writer(s), na_action="ignore").astype(object)
+
+
+def _number_writer(s: pd.Series) -> Callable[[float], str]:
+    """A number written as the text column s writes its numbers ("$1,234.50", "12%")."""
     shape = number_format(s) or ("{:.0f}" if np.all(np.mod(parse_numbers(s).dropna(), 1) == 0) else "{:.6g}")
-    return values.map(lambda x: format_number(shape, x), na_action="ignore").astype(object)
+    return partial(format_number, shape)
+
+
+def number_writers(original: pd.DataFrame, filled: pd.DataFrame) -> dict[Hashable, Callable[[float], str]]:
+    """For each column the file holds as text that came back as numbers (`filled`'s), a function writing a number the
+    way the column writes its values, read off its first SHAPE_VALUES rows: what `merge_columns` writes filled
+    cells with, for a view that writes numbers about those cells (a typical error "± $2,300")."""
+    head = original.head(SHAPE_VALUES)
+    return {c: _number_writer(head[c]) for c in filled.columns if c in original.columns
+            and pd.api.types.is_numeric_dtype(filled[c]) and _text_read_as_values(original[c], filled[c])}
 
 
 HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"

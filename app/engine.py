@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
-from app.numbers import DIGITS, MONEY_DECIMALS, column_format, format_value
+from app.numbers import DIGITS, column_format, format_value
 from feat_engine.inference import uses_bf16
 from feat_engine.progress import Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
@@ -242,8 +242,12 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     """How a fitted estimator read its table, in an analyst's words, one sentence an item."""
     n, d = est.context_.shape
     members, choice, plan = est.members_, est.member_choice_, est.read_plan_
-    said = [f"FEAT learned from {n:,} example rows and {d} columns in one reading, without training on them."
-            if plan.rows == n else
+    words = {"days": "date", "month": "month", "weekday": "weekday", "hour": "time of day"}
+    dates = [f"'{c.name}' as its {', '.join(words[p] for p in c.parts[:-1])} and {words[c.parts[-1]]}"
+             for c in est.preprocessor_.plan_ if c.kind == "datetime" and not c.levels and len(c.parts) > 1]
+    read_as = "" if d == est.n_features_in_ else f" (read as {d} features{': ' if dates else ''}{'; '.join(dates)})"
+    said = [f"FEAT learned from {n:,} example rows and {est.n_features_in_} columns{read_as} in one reading, without "
+            "training on them." if plan.rows == n else
             f"FEAT read {plan.rows:,} of the {n:,} example rows, a random share, to stay within its reading budget "
             f"(a few minutes on two cores); the classical model beside it learned from all {n:,}."]
     again = (f"It read the table {len(members)} times, each time with the rows and columns in another order, and "
@@ -264,7 +268,7 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
                         f"more about the target than {example}.")
     width = len(members[0].features)
     if width < d:
-        said.append(f"Each reading took {width} of the {d} columns, the ones most related to the target first.")
+        said.append(f"Each reading took {width} of the {d} features, the ones most related to the target first.")
     if members[0].local is not None:
         said.append(f"Each row was predicted from the {members[0].local.parts.shape[1]:,} example rows most like it.")
     share = classical_share(est)
@@ -332,12 +336,13 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
     return _call(go)
 
 
-def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame,
-                     types: dict[str, str]) -> pd.DataFrame:
+def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.DataFrame, types: dict[str, str],
+                     writers: dict | None = None) -> pd.DataFrame:
     """One row per filled cell: its row, column, value and how sure FEAT is of it, in words ("62% likely" for a
     category; "typical error ± 3.1" for a number, that cell's own), least sure first within each column. The
     values are written as their column's known cells are (`numbers.column_format`: a year 2017, a count 1,927, a
-    price 80.07), the typical error as a number (money: as money)."""
+    price 80.07), the typical error as a number (money: to the column's decimals); a column the file writes its
+    own way ("$1,234", "12%"), value and error alike, by its function in `writers` (`downloads.number_writers`)."""
     rows = []
     for c in filled.columns:
         at = np.flatnonzero(mask[c].to_numpy()) if c in mask else []
@@ -347,25 +352,29 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
         fmt = column_format(known if len(known) else filled[c], c)
         number = types.get(c) == "numeric" and pd.api.types.is_numeric_dtype(filled[c])
         error_kind = "money" if fmt.kind == "money" else "number"
-        decimals = _error_decimals(confidence[c].iloc[at].to_numpy(dtype=float) if c in confidence else [], error_kind)
+        decimals = _error_decimals(confidence[c].iloc[at].to_numpy(dtype=float) if c in confidence else [], error_kind,
+                                   fmt.decimals)
+        write = (writers or {}).get(c) if number else None
         for i in at:
             v = confidence[c].iloc[i] if c in confidence else np.nan
-            shown = fmt(filled[c].iloc[i]) if number else format_value(filled[c].iloc[i], "text")  # one column of text
-            sure = f"typical error ± {format_value(float(v), error_kind, decimals)}" if number else f"{v:.0%} likely"
-            rows.append({"row": filled.index[i], "column": c, "filled with": shown,
-                         "sureness": -v if number else v, "how sure": sure if np.isfinite(v) else ""})
+            shown = (write or fmt)(filled[c].iloc[i]) if number else format_value(filled[c].iloc[i], "text")
+            sure = "" if not np.isfinite(v) else f"{v:.0%} likely" if not number else \
+                f"typical error ± {write(float(v)) if write else format_value(float(v), error_kind, decimals)}"
+            rows.append({"row": filled.index[i], "column": c, "filled with": shown, "sureness": -v if number else v,
+                         "how sure": sure})
     out = pd.DataFrame(rows, columns=["row", "column", "filled with", "sureness", "how sure"])
     return out.sort_values(["column", "sureness"], kind="stable").drop(columns="sureness").reset_index(drop=True)
 
 
-def _error_decimals(errors, kind: str) -> int | None:
+def _error_decimals(errors, kind: str, money_decimals: int | None = None) -> int | None:
     """The decimals every typical error of one column is written with, so that its rows read alike (a whole-number
-    column's errors read "± 1" above "± 0.500"): money's own; else DIGITS significant digits of their median."""
+    column's errors read "± 1" above "± 0.500"): money's own (`money_decimals`, none for whole amounts); else DIGITS
+    significant digits of their median."""
     errors = np.asarray(errors, dtype=float)
     errors = errors[np.isfinite(errors) & (errors > 0)]
     if not len(errors):
         return None
-    return MONEY_DECIMALS if kind == "money" else max(0, DIGITS - 1 - math.floor(math.log10(np.median(errors))))
+    return (money_decimals or 0) if kind == "money" else max(0, DIGITS - 1 - math.floor(math.log10(np.median(errors))))
 
 
 # rows the Relations view samples by default: what the engine's relation measures read by default, and what

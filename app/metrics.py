@@ -11,6 +11,8 @@ from sklearn import metrics as skm
 
 from feat_engine.predictions import roc_auc
 
+SELDOM_RECALL = 0.1     # a class the predictions find for fewer of its rows than this is named (`seldom_found`)
+SELDOM_ROWS = 10        # ... where it has at least this many rows, so that the share means something
 
 METRIC_HELP = {
     "ROC-AUC": "How well the predicted probabilities rank the rows: 1 puts every row of a class above the rows of "
@@ -163,15 +165,20 @@ def precision_recall(y_true, y_pred, positive) -> tuple[float, float]:
     return (hits / p.sum() if p.any() else float("nan"), hits / t.sum() if t.any() else float("nan"))
 
 
-def never_predicted(y_true, y_pred, classes) -> list[tuple[object, int]]:
-    """The classes that rows of `y_true` have but no prediction names, each with how many rows of `y_true` have
-    it, most rows first: a model that never answers a class scores that class's rows all wrong, whatever its
-    accuracy says."""
+def seldom_found(y_true, y_pred, classes) -> list[tuple[object, int, int, int]]:
+    """The classes that rows of `y_true` have but the predictions find seldom, each with how many rows of `y_true`
+    have it, how many of those the predictions find and how many rows they name it, most rows first: a class no
+    prediction names, or one of at
+    least SELDOM_ROWS rows of which the predictions find under SELDOM_RECALL. A model that (nearly) never answers a
+    class scores that class's rows (nearly) all wrong, whatever its accuracy says."""
     labels = list(classes)
     t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
-    counts, named = np.bincount(t, minlength=len(labels)), set(p.tolist())
-    missed = [(labels[c], int(counts[c])) for c in np.flatnonzero(counts) if c not in named]
-    return sorted(missed, key=lambda m: -m[1])
+    counts = np.bincount(t, minlength=len(labels))
+    found = np.bincount(t[t == p], minlength=len(labels))
+    named = np.bincount(p, minlength=len(labels))
+    seldom = [(labels[c], int(counts[c]), int(found[c]), int(named[c])) for c in np.flatnonzero(counts)
+              if (named[c] == 0 or (counts[c] >= SELDOM_ROWS and found[c] < SELDOM_RECALL * counts[c]))]
+    return sorted(seldom, key=lambda m: -m[1])
 
 
 def compare_table(scores: dict[str, dict[str, float]], seconds: dict[str, float]) -> pd.DataFrame:

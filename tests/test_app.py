@@ -457,6 +457,7 @@ def test_a_rare_class_never_predicted_is_named_and_a_cut_off_finds_it(monkeypatc
     notes = [w.value for w in at.warning if "FEAT predicts no held-out row as 'bad'" in w.value]
     assert len(notes) == 1 and f"{n_bad:,} of the {len(truth):,} held-out rows are 'bad'" in notes[0]
     assert "balanced accuracy" in notes[0] and "lower cut-off" in notes[0]
+    assert f"near {max(0.01, round(n_bad / len(truth), 2)):g}, the share of 'bad' rows" in notes[0]
     assert at.slider(key="pred_cutoff").value == 0.5
     assert metric(at, "FEAT recall for 'bad'") == "0" and metric(at, "FEAT precision for 'bad'") == "n/a"
     assert metric(at, "FEAT balanced accuracy") == app_metrics.card_text(0.5)    # every good row, no bad one

@@ -272,10 +272,15 @@ def test_a_cut_off_on_the_rarer_class():
     assert ints.tolist() == [1, 1] and metrics.precision_recall([0, 1], ints, 1) == (0.5, 1.0)
 
 
-def test_classes_never_predicted_are_named_with_their_rows():
-    assert metrics.never_predicted(["g", "b", "g", "b", "x"], ["g"] * 5, ["b", "g", "x"]) == [("b", 2), ("x", 1)]
-    assert metrics.never_predicted(["g", "b"], ["b", "g"], ["b", "g"]) == []
-    assert metrics.never_predicted(["g", "g"], ["g", "g"], ["b", "g"]) == []       # a class not held out: no note
+def test_classes_seldom_found_are_named_with_their_rows():
+    seldom = metrics.seldom_found
+    assert seldom(["g", "b", "g", "b", "x"], ["g"] * 5, ["b", "g", "x"]) == [("b", 2, 0, 0), ("x", 1, 0, 0)]
+    assert seldom(["g", "b"], ["b", "g"], ["b", "g"]) == []                         # 2 rows: too few for a share
+    assert seldom(["g", "g"], ["g", "g"], ["b", "g"]) == []       # a class not held out: no note
+    truth = ["b"] * 20 + ["g"] * 80
+    assert seldom(truth, ["b"] + ["g"] * 99, ["b", "g"]) == [("b", 20, 1, 1)]        # 1 of 20 found: under a tenth
+    assert seldom(truth, ["b", "b"] + ["g"] * 98, ["b", "g"]) == []                 # 2 of 20: a tenth
+    assert seldom(truth, ["g"] * 20 + ["b"] * 3 + ["g"] * 77, ["b", "g"]) == [("b", 20, 0, 3)]   # named, never right
 
 
 def test_sizes_read_in_their_own_unit():
@@ -1013,6 +1018,16 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
     sure = engine.confidence_table(counts, pd.DataFrame({"n": [True, True, False, False]}),
                                    pd.DataFrame({"n": [1.0, 0.5, np.nan, np.nan]}), {"n": "numeric"})
     assert sorted(sure["how sure"]) == ["typical error ± 0.500", "typical error ± 1.000"]
+    # a column the file writes as "$65,400": the filled value and its error written so, as the filled table writes it
+    file = pd.DataFrame({"salary": ["$65,400", None, "$40,700"]})
+    read = pd.DataFrame({"salary": [65400.0, 61776.4, 40700.0]})
+    miss = pd.DataFrame({"salary": [False, True, False]})
+    sure = engine.confidence_table(read, miss, pd.DataFrame({"salary": [np.nan, 22906.24, np.nan]}),
+                                   {"salary": "numeric"}, downloads.number_writers(file, read))
+    assert sure[["filled with", "how sure"]].values.tolist() == [["$61,776", "typical error ± $22,906"]]
+    assert downloads.as_written(file, read, miss, {})[0]["salary"][1] == "$61,776"
+    sure = engine.confidence_table(read, miss, pd.DataFrame({"salary": [np.nan, 22906.24, np.nan]}), {"salary": "numeric"})
+    assert sure["how sure"].tolist() == ["typical error ± 22,906"]               # money in whole amounts: no cents
 
 
 def test_fit_progress_names_the_rows_feat_reads():

@@ -114,7 +114,9 @@ def test_a_date_that_rows_share_is_read_again_as_levels_measured_on_the_targets_
         est = FEATRegressor(n_estimators=1).fit(X.iloc[:480], y[:480])
     assert est.preprocessor_.feature_names_ == ["day.days", "day.month", "day.weekday", "day (levels)", "age"]
     from app.engine import what_feat_did
-    assert any("'day' both as a date and as a category" in line for line in what_feat_did(est))
+    said = what_feat_did(est)
+    assert any("'day' both as a date and as a category" in line for line in said)
+    assert "480 example rows and 2 columns (read as 5 features: 'day' as its date, month and weekday)" in said[0]
     assert np.isfinite(est.predict(X.iloc[480:])).all()
 
 

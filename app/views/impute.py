@@ -86,7 +86,7 @@ st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=formats),
              placeholder="")
 
 st.markdown("#### How sure FEAT is of each filled cell")
-sure = engine.confidence_table(filled, mask, res["confidence"], res["types"])
+sure = engine.confidence_table(filled, mask, res["confidence"], res["types"], downloads.number_writers(ds["df"], filled))
 st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
            "made on known cells of that column that it set aside to check itself, in the column's units: about two "
            "in three of its errors there were smaller.")

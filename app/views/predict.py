@@ -268,16 +268,22 @@ if res["mode"] == "Evaluate":
                         if task_r == "classification" else metrics.regression_metrics(y_true, run["pred"]))
     if gb:
         secs[gb["name"]] = gb["seconds"]
-    if task_r == "classification":       # a class never predicted: its rows all wrong, whatever accuracy says
+    if task_r == "classification":       # a class (nearly) never predicted: its rows all wrong, whatever accuracy says
         counts = pd.Series(y_true).value_counts()
         for name, run in runs.items():
-            for cls, n in metrics.never_predicted(y_true, answers[name], run["classes"]):
-                move = ("" if not two else f", and try a {'lower' if cls == positive else 'higher'} cut-off for "
-                        f"'{positive}' above")
-                st.warning(f"**{name} predicts no held-out row as '{cls}'**{' at this cut-off' if two else ''}, though "
-                           f"{n:,} of the {len(y_true):,} held-out rows are '{cls}': it missed every one of them. "
-                           f"Always answering '{counts.index[0]}', the most common class, would score an accuracy of "
-                           f"{metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
+            for cls, n, found, named in metrics.seldom_found(y_true, answers[name], run["classes"]):
+                move, share = "", max(0.01, round(n / len(y_true), 2))
+                if two:     # the cut-off at the class's share of the rows is the one for the best balanced accuracy
+                    move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
+                            + (f": near {share:g}, the share of '{positive}' rows, counts both classes alike"
+                               if cls == positive and share < cutoff else ""))
+                at_cut = " at this cut-off" if two else ""
+                said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the "
+                        f"{len(y_true):,} held-out rows are '{cls}': it missed every one of them" if not named else
+                        f"**{name} finds {found:,} of the {n:,} held-out rows that are '{cls}'**{at_cut} (recall "
+                        f"{metrics.card_text(found / n)})")
+                st.warning(f"{said}. Always answering '{counts.index[0]}', the most common class, would score an "
+                           f"accuracy of {metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
                            f"{metrics.card_text(scores[name]['accuracy'])}), so accuracy says little here: read the "
                            f"balanced accuracy ({metrics.card_text(scores[name]['balanced accuracy'])}){move}.",
                            icon=":material/warning:")

@@ -55,7 +55,8 @@ def level_gain(v: np.ndarray, Y: np.ndarray, seed: int | None) -> float:
     if variance <= 0:
         return np.nan
     tree = DecisionTreeRegressor(max_leaf_nodes=LEAVES, min_samples_leaf=MIN_LEAF, random_state=seed)
-    by_order = cross_val_predict(tree, v[:, None], Y, cv=folds).reshape(Y.shape)
+    # the tree reads the levels' ranks, which order the rows as the values do (and stay finite in float32)
+    by_order = cross_val_predict(tree, levels[:, None].astype(np.float64), Y, cv=folds).reshape(Y.shape)
     labels = Y.argmax(axis=1)
     if Y.shape[1] > 1 and len(present := np.unique(labels)) > 2:     # Y one-hot: the classes' statistics at once
         by_levels = np.zeros_like(Y)
