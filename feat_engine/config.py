@@ -57,9 +57,9 @@ class InferenceConfig:
     query_chunk: int = 4096       # query rows per streamed pass
     autocast_bf16: bool = False   # bf16 matmuls (fp32 scan states)
     # on a CPU, at most this many tokens (rows x columns x tables) per feature-axis chunk and per query pass, so that
-    # no intermediate outgrows glibc's 32 MiB mmap threshold (the query-key-value product: 24 MiB in fp32) and fresh
-    # pages are not faulted in on every call; `inference.chunk_rows` (docs/decisions/0005-memory-bounded-inference.md)
-    cpu_chunk_tokens: int = 16384
+    # a chunk's intermediates stay in the cache (the query-key-value product: 6 MiB in fp32) and none outgrows
+    # glibc's 32 MiB mmap threshold; `inference.chunk_rows` (docs/decisions/0005-memory-bounded-inference.md)
+    cpu_chunk_tokens: int = 4096
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ def test_cpu_chunks_hold_at_most_their_tokens_and_query_passes_whole_blocks():
         assert 1 <= rows <= cfg.row_chunk and rows * columns * tables <= max(cfg.cpu_chunk_tokens, columns * tables)
         assert queries % QUERY_BLOCK == 0 and QUERY_BLOCK <= queries <= cfg.query_chunk
         assert queries * columns * tables <= max(cfg.cpu_chunk_tokens, QUERY_BLOCK * columns * tables)
-    assert chunk_rows(cfg, 101, 1, torch.device("cpu")) == (162, 128)
+    assert chunk_rows(cfg, 101, 1, torch.device("cpu")) == (40, 64)
     assert chunk_rows(cfg, 101, 1, torch.device("meta")) == (cfg.row_chunk, cfg.query_chunk)
 
 
