@@ -279,6 +279,8 @@ def test_predict_classification_evaluate_with_gbdt():
     assert reading and "1 member(s)" in reading[0] and "the whole context of 90 rows" in reading[0]
     did = [m.value for m in at.markdown if "FEAT learned from" in m.value]
     assert did and "- FEAT learned from 90 example rows" in did[0] and "It read the table once." in did[0]
+    share = res["feat"]["share"]               # the classical model's share: under the scores, not twice
+    assert share and share not in did[0] and [c.value for c in at.caption].count(share) == 1
     specs = charts(at)
     assert len(specs) == 2                                             # FEAT and GBDT confusion matrices
     for s in specs:

@@ -230,8 +230,11 @@ st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} row
              "example rows" + (f" (FEAT read {read:,} of them; the classical model beside it all)"
                                if read < res["n_train"] else "")
              + (f", by {MODEL_NAMES['fast']}" if res.get("model") == "fast" else ""))
+did = feat.get("what_feat_did", [])
+if res["mode"] == "Evaluate" and feat.get("share") in did[1:]:    # said under the scores: not twice on the page
+    did = [line for line in did if line != feat["share"]]
 with st.expander("What FEAT did"):
-    st.markdown("\n".join(f"- {line}" for line in feat.get("what_feat_did", [])))
+    st.markdown("\n".join(f"- {line}" for line in did))
     st.caption(f"In technical terms: {feat['reading']}")
 if res.get("gbdt_error"):
     st.warning(res["gbdt_error"], icon=":material/warning:")
