@@ -168,16 +168,15 @@ def precision_recall(y_true, y_pred, positive) -> tuple[float, float]:
 def seldom_found(y_true, y_pred, classes) -> list[tuple[object, int, int, int]]:
     """The classes that rows of `y_true` have but the predictions find seldom, each with how many rows of `y_true`
     have it, how many of those the predictions find and how many rows they name it, most rows first: a class no
-    prediction names, or one of at
-    least SELDOM_ROWS rows of which the predictions find under SELDOM_RECALL. A model that (nearly) never answers a
-    class scores that class's rows (nearly) all wrong, whatever its accuracy says."""
+    prediction names, or one of at least SELDOM_ROWS rows of which the predictions find under SELDOM_RECALL. A model
+    that (nearly) never answers a class scores that class's rows (nearly) all wrong, whatever its accuracy says."""
     labels = list(classes)
     t, p = label_codes(y_true, labels), label_codes(y_pred, labels)
     counts = np.bincount(t, minlength=len(labels))
     found = np.bincount(t[t == p], minlength=len(labels))
     named = np.bincount(p, minlength=len(labels))
     seldom = [(labels[c], int(counts[c]), int(found[c]), int(named[c])) for c in np.flatnonzero(counts)
-              if (named[c] == 0 or (counts[c] >= SELDOM_ROWS and found[c] < SELDOM_RECALL * counts[c]))]
+              if named[c] == 0 or (counts[c] >= SELDOM_ROWS and found[c] < SELDOM_RECALL * counts[c])]
     return sorted(seldom, key=lambda m: -m[1])
 
 

@@ -275,11 +275,11 @@ if res["mode"] == "Evaluate":
         counts = pd.Series(y_true).value_counts()
         for name, run in runs.items():
             for cls, n, found, named in metrics.seldom_found(y_true, answers[name], run["classes"]):
-                move, share = "", max(0.01, round(n / len(y_true), 2))
+                move, rate = "", max(0.01, round(n / len(y_true), 2))
                 if two:     # the cut-off at the class's share of the rows is the one for the best balanced accuracy
                     move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
-                            + (f": near {share:g}, the share of '{positive}' rows, counts both classes alike"
-                               if cls == positive and share < cutoff else ""))
+                            + (f": near {rate:g}, the share of '{positive}' rows, counts both classes alike"
+                               if cls == positive and rate < cutoff else ""))
                 at_cut = " at this cut-off" if two else ""
                 said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the "
                         f"{len(y_true):,} held-out rows are '{cls}': it missed every one of them" if not named else
