@@ -255,6 +255,9 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     if choice is not None and choice.kept < choice.planned:
         again += (f"; it stopped after {choice.kept} of {choice.planned} readings because another one no longer "
                   f"changed its answers for {choice.rows:,} example rows it had set aside to check itself")
+    if choice is not None and choice.engine is not None and choice.engine < choice.kept:
+        again += (f"; after {choice.engine}, the classical model alone did best on {choice.rows:,} example rows set "
+                  "aside to check, so the later readings fitted only that model")
     said.append(again + ".")
     classes = getattr(est, "classes_", [])
     if len(classes) > 2 and getattr(est, "multiclass", "ovr") == "ovr":

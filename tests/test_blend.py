@@ -333,6 +333,8 @@ def test_the_member_sentence_gives_each_change_and_says_when_there_was_none_to_m
     from feat_engine.reading.members import MemberChoice
 
     assert "by 0.0100, 0.0042 on average" in MemberChoice(3, 4, [0.01, 0.0042], 2048).describe()
+    assert "classical models" not in MemberChoice(3, 4, [0.01, 0.0042], 2048, 3).describe()
+    assert "the engine read them for the first 1," in MemberChoice(3, 4, [0.01, 0.0042], 2048, 1).describe()
     one = MemberChoice(1, 1, [], 2048).describe()
     assert one.startswith("1 of 1 member(s) read") and "on average" not in one
 
@@ -361,6 +363,39 @@ def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(
     assert len(set(seen)) == kept                                # predict reads the kept members alone
     alone = np.concatenate([clf.predict_proba(X[4096 + i:4097 + i]) for i in range(3)])
     np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("own_fits", [False, True])
+def test_after_two_members_choose_weight_one_later_members_read_their_stacked_models_alone(monkeypatch, own_fits):
+    """A target the additive view fits exactly: the held rows choose weight 1 with the first member and again with
+    two (SURE_ONES), so a later member's engine run would change no blended number, and it is read for its stacked
+    model alone (no run); the member rule goes on measuring that model's change. A member that fits its own stacked
+    model (a context longer than STOP_ROWS) cross-fits it for the held rows alone; `predict` runs no engine, and a
+    query's prediction depends on that query alone."""
+    import feat_engine.estimators.in_context as in_context
+    from app.engine import what_feat_did
+
+    assert in_context.SURE_ONES == 2
+    monkeypatch.setattr(in_context, "MEMBER_TOL", -1.0)              # read every member planned
+    if own_fits:
+        monkeypatch.setattr(in_context, "STOP_ROWS", 1000)
+    seen = []
+    monkeypatch.setattr(runner, "run_tables", lambda model, *a, column_ids=None, **kw: seen.append(
+        float(column_ids.sum())) or per_table(nearest_row_run)(model, *a, column_ids=column_ids, **kw))
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4900, 12))
+    dense = X @ rng.normal(size=12)
+    reg = FEATRegressor(n_estimators=3, local_context=256, view="additive").fit(X[:4800], dense[:4800])
+    choice = reg.member_choice_
+    assert reg.blend_.weight == 1.0 and (choice.kept, choice.engine) == (3, 2) and len(set(seen)) == 2
+    assert "after 2, the classical model alone did best on 600 example rows" in " ".join(what_feat_did(reg))
+    counts = [np.isfinite(inputs[None].stacked.context).sum() for inputs in reg.run_inputs_]
+    assert counts == ([4800, 4800, 600] if own_fits else [4800] * 3)
+    seen.clear()
+    full = reg.predict(X[4800:])
+    assert not seen
+    np.testing.assert_allclose(np.concatenate([reg.predict(X[4800 + i:4801 + i]) for i in range(3)]), full[:3],
+                               rtol=1e-6, atol=1e-9)
 
 
 def test_default_members_follow_whether_the_member_rule_can_choose_them(monkeypatch):

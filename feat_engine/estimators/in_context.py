@@ -23,8 +23,8 @@ from ..reading.coded_levels import coded_level_columns
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
-from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, Member, MemberChoice, content_order,
-                               plan_members, planned_members, prediction_change)
+from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, SURE_ONES, Member, MemberChoice,
+                               content_order, plan_members, planned_members, prediction_change)
 from ..reading.quantile_transform import reads_quantiles
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
@@ -203,23 +203,27 @@ class InContextBase(FEATBase, ABC):
         """Read the context rows `held` out of the parts as queries (`detail`: every context row's; `routes`: each
         member's routing of the held rows), member by member, each member's target statistics and stacked models
         fitted when it is reached. Stop after the first member that changes the blended predictions of the held
-        rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read. Returns the blend's weight,
-        chosen on them; None where no run has a stacked model. Only context rows are read, so the number of members
+        rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read; after SURE_ONES in a row
+        chose weight 1, read for their stacked models alone (every member has them where the first has: they are
+        fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only context rows are read, so the number of members
         never depends on the query rows."""
         xq, own = self.context_[held], detail[held]
         alone, shared = self._fits_alone(), {}
-        self.run_inputs_, outputs, changes = [], [], []
+        self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
         for m, route in zip(self.members_, routes):
+            settled = ones >= SURE_ONES
             self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
-                                                            held))
-            outputs.append(self._member_output(m, route, xq, own, held, steps))
-            blend = self._choose_blend(outputs, held)
+                                                            held, settled))
+            outputs.append(self._member_output(m, route, xq, own, held, None if settled else steps))
+            if not settled:
+                blend, engine = self._choose_blend(outputs, held), engine + 1
+                ones = ones + 1 if blend is not None and blend.weight == 1.0 else 0
             if len(outputs) > 1:
                 w = 0.0 if blend is None else blend.weight
                 changes.append(prediction_change(self._combine(outputs[:-1], w), self._combine(outputs, w)))
                 if changes[-1] < MEMBER_TOL:
                     break
-        self.member_choice_ = MemberChoice(len(outputs), len(self.members_), changes, len(held))
+        self.member_choice_ = MemberChoice(len(outputs), len(self.members_), changes, len(held), engine)
         self.members_ = self.members_[:len(outputs)]
         return blend
 
@@ -267,19 +271,20 @@ class InContextBase(FEATBase, ABC):
         return sum(alone) * len(classes) + len(shared)
 
     def _fit_member_inputs(self, m: Member, alone: bool, detail: UnclippedRows, classification: bool,
-                           steps: StepCounter, shared: dict[tuple, RunInputs],
-                           held: np.ndarray | None = None) -> dict[int | None, RunInputs]:
+                           steps: StepCounter, shared: dict[tuple, RunInputs], held: np.ndarray | None = None,
+                           held_only: bool = False) -> dict[int | None, RunInputs]:
         """Member m's target statistics and stacked model for every labelling (`run_inputs.py`), fitted on every
         context row with its `detail` (the member's own rows first, in its order: `_fit_order`), also where the
         member reads only some of them: then out-of-fold values are made for its rows and the `held` ones alone,
         which are all its runs read. A member that reads every row of a context of at most `STOP_ROWS` rows
         (not `alone`) takes the fit per labelling and power scale in `shared`, made by the first member that needs
-        it and reordered to its rows; others fit their own (docs/decisions/0025-fitted-once.md)."""
+        it and reordered to its rows; others fit their own (docs/decisions/0025-fitted-once.md), out of fold for the
+        `held` rows alone with `held_only` (a member no engine reads)."""
         power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
         beside = self._beside(len(m.features), held)
         if alone:
-            own, read = detail[order], None
-            if len(m.rows) < len(self.context_):
+            own, read = detail[order], self._positions(order)[held] if held_only else None
+            if not held_only and len(m.rows) < len(self.context_):
                 read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
                                                                               self._positions(order)[held])
             return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,

@@ -99,6 +99,7 @@ def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator)
 MEMBER_TOL = 0.005  # a member that moves the held-out predictions less than this is the last one read
 RULE_MEMBERS = 4    # members planned where the member rule chooses among them on held-out context rows
 SHORT_MEMBERS = 2   # members read where it cannot (no rows held out): one of each reading of the numbers
+SURE_ONES = 2       # members in a row whose held rows chose weight 1, after which no engine reads them
 
 
 def planned_members(n_estimators: int | None, rule_runs: bool, labellings: int) -> int:
@@ -130,12 +131,18 @@ class MemberChoice:
     planned: int
     changes: list[float]    # the change each member from the 2nd made, in order
     rows: int               # held-out context rows read
+    engine: int | None = None   # members whose engine read the held rows, where fewer than `kept`: the blend gave its
+                                # output no weight after them, so the later ones were read for their stacked models
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
         if not self.changes:
             return f"{self.kept} of {self.planned} member(s) read, no second one planned to compare with"
         moves = ", ".join(f"{c:.4f}" for c in self.changes)
-        return (f"{self.kept} of {self.planned} members kept: each member from the 2nd changed the predictions of "
+        said = (f"{self.kept} of {self.planned} members kept: each member from the 2nd changed the predictions of "
                 f"{self.rows:,} held-out context rows by {moves} on average (a member under {MEMBER_TOL:g} is the "
                 f"last)")
+        if self.engine is not None and self.engine < self.kept:
+            said += (f"; the engine read them for the first {self.engine}, after which the blend gave its output no "
+                     f"weight, so the later members' classical models were read alone")
+        return said
