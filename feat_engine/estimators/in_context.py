@@ -205,8 +205,8 @@ class InContextBase(FEATBase, ABC):
         fitted when it is reached. Stop after the first member that changes the blended predictions of the held
         rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read; after SURE_ONES in a row
         chose weight 1, read for their stacked models alone (every member has them where the first has: they are
-        fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only context rows are read, so the number of members
-        never depends on the query rows."""
+        fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only
+        context rows are read, so the number of members never depends on the query rows."""
         xq, own = self.context_[held], detail[held]
         alone, shared = self._fits_alone(), {}
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
