@@ -334,7 +334,8 @@ def test_the_member_sentence_gives_each_change_and_says_when_there_was_none_to_m
 
     assert "by 0.0100, 0.0042 on average" in MemberChoice(3, 4, [0.01, 0.0042], 2048).describe()
     assert "classical models" not in MemberChoice(3, 4, [0.01, 0.0042], 2048, 3).describe()
-    assert "the engine read them for the first 1," in MemberChoice(3, 4, [0.01, 0.0042], 2048, 1).describe()
+    assert "the engine read the held rows for the first 2 member(s)" in MemberChoice(3, 4, [0.01, 0.004], 2048,
+                                                                                     2).describe()
     one = MemberChoice(1, 1, [], 2048).describe()
     assert one.startswith("1 of 1 member(s) read") and "on average" not in one
 

@@ -131,8 +131,8 @@ class MemberChoice:
     planned: int
     changes: list[float]    # the change each member from the 2nd made, in order
     rows: int               # held-out context rows read
-    engine: int | None = None   # members whose engine read the held rows, where fewer than `kept`: the blend gave its
-                                # output no weight after them, so the later ones were read for their stacked models
+    engine: int | None = None   # members whose engine read the held rows, where fewer than `kept`: their blend
+                                # gave its output no weight (`SURE_ONES`), so the later ones read their stacked models
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
@@ -143,6 +143,6 @@ class MemberChoice:
                 f"{self.rows:,} held-out context rows by {moves} on average (a member under {MEMBER_TOL:g} is the "
                 f"last)")
         if self.engine is not None and self.engine < self.kept:
-            said += (f"; the engine read them for the first {self.engine}, after which the blend gave its output no "
-                     f"weight, so the later members' classical models were read alone")
+            said += (f"; the engine read the held rows for the first {self.engine} member(s), which gave its output no "
+                     "weight in the blend, so the later ones were read for their classical models alone")
         return said
