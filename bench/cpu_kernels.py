@@ -1,7 +1,8 @@
-"""AFBM's context pass through the numba kernel (feat_engine/model/cpu_scan.py) against the PyTorch path, A/B/A/B
-in one process on the same threads: (a) AFBM.context alone on 21 columns, taken 4 at a time as an engine run
-takes them, (b) one engine run of a local part's shape, (c) one-member fit + predict_proba of FEATClassifier
-without the stacked model and the blend, one run on the whole context. Prints a markdown table; writes nothing.
+"""The CPU kernels (AFBM's context pass as a numba kernel, feat_engine/model/cpu_scan.py, and oneDNN's fp32 linear
+layers, model/linear.py; both off with `cpu_scan.ENABLED`) against the PyTorch paths, A/B/A/B in one process on the
+same threads: (a) AFBM.context alone on 21 columns, taken as many at a time as an engine run takes them, (b) one
+engine run of a local part's shape, (c) one-member fit + predict_proba of FEATClassifier without the stacked model
+and the blend, one run on the whole context. Prints a markdown table; writes nothing.
 
     taskset -c 1 python bench/cpu_kernels.py --threads 1 --cases a,b
 
@@ -44,14 +45,15 @@ def table(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def case_context(rows: int, bf16: bool):
-    """AFBM.context of block 0 on 21 columns of `rows` rows, 4 columns a call."""
+    """AFBM.context of block 0 on 21 columns of `rows` rows, as many columns a call as `inference.run` takes."""
     mixer = load_model().blocks[0].mixer
     u = torch.randn(21, rows, mixer.fuse.out_features, generator=torch.Generator().manual_seed(0))
+    cols = max(1, min(InferenceConfig().col_chunk, InferenceConfig().cpu_mixer_tokens // rows))
 
     def go():
         with torch.no_grad(), autocast(torch.device("cpu"), bf16):
-            for j in range(0, 21, 4):
-                mixer.context(u[j:j + 4])
+            for j in range(0, 21, cols):
+                mixer.context(u[j:j + cols])
     return go
 
 

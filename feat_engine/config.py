@@ -60,6 +60,10 @@ class InferenceConfig:
     # a chunk's intermediates stay in the cache (the query-key-value product: 6 MiB in fp32) and none outgrows
     # glibc's 32 MiB mmap threshold; `inference.chunk_rows` (docs/decisions/0005-memory-bounded-inference.md)
     cpu_chunk_tokens: int = 4096
+    # on a CPU, the sample-axis mixers take at most this many tokens (rows x tables x columns; one column at least)
+    # at once: their intermediates (a 292-wide projection, both streams) then stay in the caches
+    # (docs/decisions/0041-cpu-scan-kernel.md)
+    cpu_mixer_tokens: int = 1024
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,8 @@ def run_tables(
     label_only = not (want_recon or want_attention)   # the task heads read the query label tokens alone
     with autocast(dev, cfg.autocast_bf16):
         cols = min(cfg.col_chunk, column_chunk(B * N, D + 1, model.cfg.d_model))
+        if dev.type == "cpu":
+            cols = max(1, min(cols, cfg.cpu_mixer_tokens // (B * N)))
         keys = None
         if cache is not None and label_only and y is not None:
             setting = cache_setting(model, dev, cfg, row_chunk, cols) + (B,)

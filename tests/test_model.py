@@ -195,6 +195,34 @@ def test_run_bf16_close_to_fp32(model):
     assert 0 < err < 0.1
 
 
+def test_onednn_linear_equals_f_linear_and_keeps_a_rows_bits(monkeypatch):
+    """`model.linear` (oneDNN's fp32 product at inference on a CPU) against F.linear on random inputs of 2-4 axes, a
+    strided one and no bias; a row gets the same bits in calls of 2 to 700 rows; with gradients, under autocast or
+    with FEAT_CPU_KERNELS=0 it is F.linear itself."""
+    import torch.nn.functional as F
+
+    from feat_engine.model import cpu_scan, linear as lin
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(48, 40, generator=g) / 6, torch.randn(48, generator=g)
+    routed = []
+    monkeypatch.setattr(lin, "_onednn", lambda: routed.append(1) or True)
+    inputs = [torch.randn(700, 40, generator=g), torch.randn(3, 50, 40, generator=g),
+              torch.randn(2, 5, 9, 40, generator=g), torch.randn(40, 300, generator=g).t()]
+    with torch.no_grad():
+        for x in inputs:
+            for bias in (b, None):
+                assert torch.allclose(lin.linear(x, w, bias), F.linear(x, w, bias), rtol=1e-5, atol=1e-5)
+        full = lin.linear(inputs[0], w, b)
+        assert all(torch.equal(lin.linear(inputs[0][:m], w, b), full[:m]) for m in (2, 64, 129, 333))
+        assert len(routed) == 13
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert lin.linear(inputs[0], w, b).dtype == torch.bfloat16
+        monkeypatch.setattr(cpu_scan, "ENABLED", False)
+        lin.linear(inputs[0], w, b)
+    lin.linear(inputs[0].requires_grad_(), w, b).sum().backward()
+    assert len(routed) == 13 and inputs[0].grad is not None
+
+
 # -- attention path ----------------------------------------------------------------------
 
 def test_returning_attention_does_not_change_outputs(model):

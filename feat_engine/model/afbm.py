@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from ..config import ModelConfig
 from . import cpu_scan
+from .linear import Linear, linear
 from .kernels import selective_scan
 
 # sequences longer than LONG chunks are scanned with chunks twice as long: the same result, and faster
@@ -57,13 +58,13 @@ class AFBM(nn.Module):
         self.d_inner = round(cfg.expand * d)
         self.heads, self.head_dim, self.d_state = h, self.d_inner // h, n
         self.chunk_size = cfg.chunk_size
-        self.in_proj = nn.Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt
+        self.in_proj = Linear(d, 2 * self.d_inner + 2 * n + h)     # z, x, B, C, dt
         dt, A = _init_decay(h, round(cfg.slow_heads * h))
         self.dt_bias = nn.Parameter(_dt_bias(dt))
         self.A_log = nn.Parameter(torch.log(A))
         self.D = nn.Parameter(torch.ones(h))
         self.norm = nn.RMSNorm(2 * self.d_inner)
-        self.fuse = nn.Linear(2 * self.d_inner, d)                        # W_fuse
+        self.fuse = Linear(2 * self.d_inner, d)                        # W_fuse
 
     def horizons(self) -> Tensor:
         """Rows over which each head's state decays by e at zero input: 1 / (softplus(dt_bias) |A|)."""
@@ -94,8 +95,11 @@ class AFBM(nn.Module):
         gate = F.silu(z.float()).view(*z.shape[:-1], 1, self.heads, self.head_dim)
         y = (torch.stack([y_f, y_b], -3) * gate).flatten(-3)                     # (b, N, 2 d_inner) fp32
         eps = self.norm.eps or torch.finfo(y.dtype).eps
-        scale = torch.rsqrt(torch.linalg.vector_norm(y, dim=-1, keepdim=True) ** 2 / y.shape[-1] + eps)
-        return torch.addcmul(self.fuse.bias, F.linear(y, self.fuse.weight * self.norm.weight), scale)
+        return self.fused(y, torch.rsqrt(torch.linalg.vector_norm(y, dim=-1, keepdim=True) ** 2 / y.shape[-1] + eps))
+
+    def fused(self, y: Tensor, scale: Tensor) -> Tensor:
+        """W_fuse (y * RMSNorm's weight) * scale + bias: y the gated streams (..., 2 d_inner), scale (..., 1)."""
+        return torch.addcmul(self.fuse.bias, linear(y, self.fuse.weight * self.norm.weight), scale)
 
     def context(self, u: Tensor, backend: str = "auto") -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Scan the context rows both ways. Returns the output and the final (forward, backward) states.

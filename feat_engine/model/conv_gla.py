@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
+from .linear import Linear
 
 EPS = 1e-6
 
@@ -35,9 +36,9 @@ class ConvGLA(nn.Module):
         d = cfg.d_model
         self.heads, self.head_dim = cfg.gla_heads, d // cfg.gla_heads
         self.conv = nn.Conv1d(d, d, cfg.conv_kernel, padding=cfg.conv_kernel // 2, groups=d)
-        self.proj = nn.Linear(d, 4 * d)            # W_q, W_k, W_v, W_g
+        self.proj = Linear(d, 4 * d)            # W_q, W_k, W_v, W_g
         self.out_norm = nn.LayerNorm(self.head_dim)
-        self.out = nn.Linear(d, d)
+        self.out = Linear(d, d)
 
     def _heads(self, t: Tensor) -> Tensor:
         return t.view(*t.shape[:-1], self.heads, self.head_dim)

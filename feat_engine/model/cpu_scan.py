@@ -31,15 +31,26 @@ from torch import Tensor
 if TYPE_CHECKING:
     from .afbm import AFBM
 
-# FEAT_CPU_KERNELS=0 keeps the PyTorch path (for A/B measurements, or a numba that misbehaves)
+# FEAT_CPU_KERNELS=0 keeps the PyTorch paths, here and in `linear` (for A/B measurements, or a numba or oneDNN that
+# misbehaves)
 ENABLED = os.environ.get("FEAT_CPU_KERNELS", "1") != "0"
 
 
+AHEAD = 8   # rows the scan asks the CPU to load before it reaches them (`_prefetch`)
+
+
+def _prefetch(row) -> None:
+    """Ask the CPU to start loading `row`, a contiguous 1-d fp32 array, into its caches: a hint that changes no value.
+    In Python it does nothing; in the kernel, one llvm.prefetch per 64-byte line (`_compile_prefetch`)."""
+
+
 def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover - compiled by numba
-    """x, gate (b, L, h p) and D (h p,), heads side by side; dt, a (b, L, h); B, C (b, L, n): fp32 inputs.
+    """x, gate (b, L, h p) and D (h p,), heads side by side; dt, a (b, L, h); B, C (b, L, n), n even: fp32 inputs.
     Writes y (b, L, 2, h p), the gated streams [y_f || y_b] * SiLU(z); scale (b, L), the RMSNorm factor; and
-    the final states s_f, s_b (b, h, p, n). The state is kept as H[j, k p + i]: the innermost loop runs over
-    all h p = 128 lanes of a row at once."""
+    the final states s_f, s_b (b, h, p, n). The state is kept as H[j, k p + i]: the innermost loops run over
+    all h p = 128 lanes of a row at once, two state rows j a pass (half the loads and stores of y's lanes). A
+    step's rows are fetched `AHEAD` rows early: a context's streams outgrow the caches, and the two directions
+    read them from both ends."""
     nb, L, hp = x.shape
     h, n = dt.shape[2], B.shape[2]
     p = hp // h
@@ -49,18 +60,26 @@ def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover
         xd = np.empty(hp, np.float32)
         acc = np.empty(hp, np.float32)
         for t in range(L):                                   # forward: H = a H + dt x B^T; y_f = H C + D x
-            for k in range(h):
-                for i in range(k * p, (k + 1) * p):
-                    av[i] = a[c, t, k]
-                    xd[i] = x[c, t, i] * dt[c, t, k]
+            if t + AHEAD < L:
+                _prefetch(x[c, t + AHEAD])
+                _prefetch(y[c, t + AHEAD, 0])
+            xt = x[c, t]
+            for k in range(h):                               # per head, on slices: contiguous loops, not gathers
+                ak, dk = a[c, t, k], dt[c, t, k]
+                xk, avk, xdk = xt[k * p:(k + 1) * p], av[k * p:(k + 1) * p], xd[k * p:(k + 1) * p]
+                for i in range(p):
+                    avk[i] = ak
+                    xdk[i] = xk[i] * dk
             for i in range(hp):
-                acc[i] = D[i] * x[c, t, i]
-            for j in range(n):
-                bj, cj = B[c, t, j], C[c, t, j]
+                acc[i] = D[i] * xt[i]
+            for j in range(0, n, 2):
+                b0, c0, b1, c1 = B[c, t, j], C[c, t, j], B[c, t, j + 1], C[c, t, j + 1]
                 for i in range(hp):
-                    hv = av[i] * H[j, i] + bj * xd[i]
-                    H[j, i] = hv
-                    acc[i] += cj * hv
+                    h0 = av[i] * H[j, i] + b0 * xd[i]
+                    h1 = av[i] * H[j + 1, i] + b1 * xd[i]
+                    H[j, i] = h0
+                    H[j + 1, i] = h1
+                    acc[i] += c0 * h0 + c1 * h1
             y[c, t, 0] = acc
         for k in range(h):
             for i in range(p):
@@ -68,29 +87,66 @@ def _scan(x, dt, a, B, C, D, gate, eps, y, scale, s_f, s_b):  # pragma: no cover
                     s_f[c, k, i, j] = H[j, k * p + i]
         H[:] = 0
         for t in range(L - 1, -1, -1):                       # backward: y_b = (a H) C, then H = a H + dt x B^T
+            if t >= AHEAD:
+                _prefetch(x[c, t - AHEAD])
+                _prefetch(gate[c, t - AHEAD])
+                _prefetch(y[c, t - AHEAD, 0])
+                _prefetch(y[c, t - AHEAD, 1])
+            xt = x[c, t]
             for k in range(h):
-                for i in range(k * p, (k + 1) * p):
-                    av[i] = a[c, t, k]
-                    xd[i] = x[c, t, i] * dt[c, t, k]
+                ak, dk = a[c, t, k], dt[c, t, k]
+                xk, avk, xdk = xt[k * p:(k + 1) * p], av[k * p:(k + 1) * p], xd[k * p:(k + 1) * p]
+                for i in range(p):
+                    avk[i] = ak
+                    xdk[i] = xk[i] * dk
             acc[:] = 0
-            for j in range(n):
-                bj, cj = B[c, t, j], C[c, t, j]
+            for j in range(0, n, 2):
+                b0, c0, b1, c1 = B[c, t, j], C[c, t, j], B[c, t, j + 1], C[c, t, j + 1]
                 for i in range(hp):
-                    hv = av[i] * H[j, i]
-                    acc[i] += cj * hv
-                    H[j, i] = hv + bj * xd[i]
+                    h0 = av[i] * H[j, i]
+                    h1 = av[i] * H[j + 1, i]
+                    acc[i] += c0 * h0 + c1 * h1
+                    H[j, i] = h0 + b0 * xd[i]
+                    H[j + 1, i] = h1 + b1 * xd[i]
             ss = np.float32(0)
+            yf, yb, g = y[c, t, 0], y[c, t, 1], gate[c, t]
             for i in range(hp):                              # the gate, and the sum of squares for the norm
-                vf = y[c, t, 0, i] * gate[c, t, i]
-                vb = acc[i] * gate[c, t, i]
-                y[c, t, 0, i] = vf
-                y[c, t, 1, i] = vb
+                vf = yf[i] * g[i]
+                vb = acc[i] * g[i]
+                yf[i] = vf
+                yb[i] = vb
                 ss += vf * vf + vb * vb
             scale[c, t] = 1 / np.sqrt(ss / (2 * hp) + eps)
         for k in range(h):
             for i in range(p):
                 for j in range(n):
                     s_b[c, k, i, j] = H[j, k * p + i]
+
+
+def _compile_prefetch(numba) -> None:
+    """Give `_prefetch` its compiled form: llvm.prefetch (read, kept in every cache level) of each 64-byte line."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.extending import intrinsic, overload
+
+    @intrinsic
+    def line(typingctx, row, k):
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]], wraparound=False)
+            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p],
+                                                  ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+            builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+        return numba.types.void(row, k), codegen
+
+    @overload(_prefetch, inline="always")
+    def compiled(row):
+        def go(row):
+            for k in range(0, row.size, 16):
+                line(row, k)
+        return go
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,6 +156,7 @@ def _kernel() -> Any | None:
         import numba
     except ImportError:
         return None
+    _compile_prefetch(numba)
     return numba.njit(nogil=True, cache=True, fastmath={"contract", "reassoc"}, error_model="numpy")(_scan)
 
 
@@ -119,6 +176,12 @@ def _threads() -> int:
     return torch.get_num_threads() if threading.current_thread() is threading.main_thread() else 1
 
 
+@functools.lru_cache(maxsize=None)
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """Threads kept for the process: starting them on every call cost 2-4 ms, as much as a short context's scan."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="feat-scan")
+
+
 def _np(t: Tensor):
     """A contiguous fp32 numpy view of `t` (a copy only when it is not one already)."""
     return t.detach().float().contiguous().numpy()
@@ -133,11 +196,13 @@ def context(m: AFBM, u: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     z, x, B, C, dt = m._project(u)
     A = -torch.exp(m.A_log.detach().float())
     b, N, h, p = x.shape
+    n = m.d_state + m.d_state % 2            # the kernel takes state rows two at a time; a zero row stays zero
     y = torch.empty(b, N, 2, h * p)
     scale = torch.empty(b, N)
-    s_f, s_b = torch.empty(b, h, p, m.d_state), torch.empty(b, h, p, m.d_state)
+    s_f, s_b = torch.empty(b, h, p, n), torch.empty(b, h, p, n)
     eps = m.norm.eps or torch.finfo(torch.float32).eps
-    inputs = [_np(t) for t in (x.flatten(2), dt, torch.exp(dt * A), B, C)]
+    pad = lambda t: F.pad(t, (0, n - m.d_state))  # noqa: E731
+    inputs = [_np(t) for t in (x.flatten(2), dt, torch.exp(dt * A), pad(B), pad(C))]
     shared = [_np(m.D.repeat_interleave(p))]
     gate = _np(F.silu(z.float()))
     outputs = [t.numpy() for t in (y, scale, s_f, s_b)]
@@ -149,7 +214,5 @@ def context(m: AFBM, u: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     if len(splits) == 1:
         scan(slice(0, b))
     else:
-        with ThreadPoolExecutor(len(splits)) as pool:
-            list(pool.map(scan, [slice(int(r[0]), int(r[-1]) + 1) for r in splits]))
-    out = F.linear(y.view(b, N, 2 * h * p), m.fuse.weight * m.norm.weight)
-    return torch.addcmul(m.fuse.bias, out, scale.unsqueeze(-1)), (s_f, s_b)
+        list(_pool(len(splits)).map(scan, [slice(int(r[0]), int(r[-1]) + 1) for r in splits]))
+    return m.fused(y.view(b, N, 2 * h * p), scale.unsqueeze(-1)), (s_f[..., :m.d_state], s_b[..., :m.d_state])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .linear import Linear
+
 DEPTHS = (0, 2, 4)          # token depths read: 0 = the cell embedding, b = after block b
 N_STATS = 5                 # classical statistics per pair (relations.correlations.pair_statistics)
 
@@ -33,13 +35,13 @@ class EdgeHead(nn.Module):
     def __init__(self, d_model: int, k: int = 16, width: int = 64):
         super().__init__()
         self.k = k
-        self.tokens = nn.ModuleList(nn.Sequential(nn.Linear(d_model, width), nn.GELU(), nn.Linear(width, k))
+        self.tokens = nn.ModuleList(nn.Sequential(Linear(d_model, width), nn.GELU(), Linear(width, k))
                                     for _ in DEPTHS)
-        self.pair = nn.Sequential(nn.Linear(len(DEPTHS) * k * k, 2 * width), nn.GELU(),
-                                  nn.Linear(2 * width, width), nn.GELU())
-        self.stats = nn.Sequential(nn.Linear(N_STATS, 2 * width), nn.GELU(), nn.Linear(2 * width, width), nn.GELU())
+        self.pair = nn.Sequential(Linear(len(DEPTHS) * k * k, 2 * width), nn.GELU(),
+                                  Linear(2 * width, width), nn.GELU())
+        self.stats = nn.Sequential(Linear(N_STATS, 2 * width), nn.GELU(), Linear(2 * width, width), nn.GELU())
         self.gate = nn.Parameter(torch.zeros(()))       # the tokens' share starts at 0: statistics first
-        self.out = nn.Sequential(nn.Linear(3 * width, width), nn.GELU(), nn.Linear(width, 1))
+        self.out = nn.Sequential(Linear(3 * width, width), nn.GELU(), Linear(width, 1))
 
     def forward(self, tokens: list[Tensor], stats: Tensor) -> Tensor:
         """tokens: one (N, D, E) tensor per depth in `DEPTHS`; stats: (D, D, N_STATS) -> (D, D) logits."""

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ..config import ModelConfig
+from .linear import Linear
 
 
 def sample_column_ids(n_tables: int, n_features: int, rank: int, generator: torch.Generator | None = None) -> Tensor:
@@ -31,7 +32,7 @@ def sample_column_ids(n_tables: int, n_features: int, rank: int, generator: torc
 
 
 def _value_mlp(d: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(1, d), nn.GELU(), nn.Linear(d, d))
+    return nn.Sequential(Linear(1, d), nn.GELU(), Linear(d, d))
 
 
 class CellEmbedding(nn.Module):
@@ -42,7 +43,7 @@ class CellEmbedding(nn.Module):
         d = cfg.d_model
         self.value = _value_mlp(d)
         self.mask_token = nn.Parameter(torch.randn(d) * 0.02)
-        self.dfe = nn.Linear(cfg.dfe_rank, d, bias=False)          # W_dfe
+        self.dfe = Linear(cfg.dfe_rank, d, bias=False)          # W_dfe
         self.norm = nn.LayerNorm(d)
 
     def forward(self, x: Tensor, column_ids: Tensor) -> Tensor:

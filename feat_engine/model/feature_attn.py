@@ -13,10 +13,10 @@ change the output.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import ModelConfig
+from .linear import Linear, linear
 
 
 def softmax_last(s: Tensor) -> Tensor:
@@ -35,10 +35,10 @@ class FeatureAttention(nn.Module):
         d = cfg.d_model
         self.heads, self.inner = cfg.attn_heads, cfg.attn_dim or d
         self.norm1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * self.inner)
-        self.proj = nn.Linear(self.inner, d)
+        self.qkv = Linear(d, 3 * self.inner)
+        self.proj = Linear(self.inner, d)
         self.norm2 = nn.LayerNorm(d)
-        self.ffn = nn.Sequential(nn.Linear(d, cfg.ffn_mult * d), nn.GELU(), nn.Linear(cfg.ffn_mult * d, d))
+        self.ffn = nn.Sequential(Linear(d, cfg.ffn_mult * d), nn.GELU(), Linear(cfg.ffn_mult * d, d))
 
     def forward(self, x: Tensor, return_attention: bool = False, last_only: bool = False) -> tuple[Tensor, Tensor | None]:
         """x: (..., C, d) -> (..., C, d), or (..., 1, d) with `last_only`: the last token (the label)
@@ -48,10 +48,10 @@ class FeatureAttention(nn.Module):
         hd = e // self.heads
         n = self.norm1(x)
         if last_only:   # queries of the last token only; keys and values of all
-            kv = F.linear(n, self.qkv.weight[e:], self.qkv.bias[e:]).view(-1, C, 2, self.heads, hd).permute(2, 0, 3, 1, 4)
+            kv = linear(n, self.qkv.weight[e:], self.qkv.bias[e:]).view(-1, C, 2, self.heads, hd).permute(2, 0, 3, 1, 4)
             # the label token's rows as one 2-D matrix: a strided (..., 1, d) slice sends F.linear to a batched
             # matmul against a copy of the weight per row
-            q = F.linear(n[..., -1, :].reshape(-1, d), self.qkv.weight[:e], self.qkv.bias[:e]).view(-1, 1, self.heads, hd).transpose(1, 2)
+            q = linear(n[..., -1, :].reshape(-1, d), self.qkv.weight[:e], self.qkv.bias[:e]).view(-1, 1, self.heads, hd).transpose(1, 2)
             k, v = kv[0], kv[1]
             x, C = x[..., -1:, :], 1
         else:

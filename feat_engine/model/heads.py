@@ -9,14 +9,15 @@ from __future__ import annotations
 from torch import nn
 
 from ..config import ModelConfig
+from .linear import Linear
 
 
 def classification_head(cfg: ModelConfig) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(cfg.d_model, cfg.d_hidden), nn.GELU(), nn.Linear(cfg.d_hidden, cfg.max_classes))
+    return nn.Sequential(Linear(cfg.d_model, cfg.d_hidden), nn.GELU(), Linear(cfg.d_hidden, cfg.max_classes))
 
 
 def regression_head(cfg: ModelConfig) -> nn.Sequential:
     """Also the imputation head's shape (one scalar per token)."""
     return nn.Sequential(
-        nn.Linear(cfg.d_model, cfg.d_hidden), nn.LayerNorm(cfg.d_hidden), nn.GELU(), nn.Linear(cfg.d_hidden, 1)
+        Linear(cfg.d_model, cfg.d_hidden), nn.LayerNorm(cfg.d_hidden), nn.GELU(), Linear(cfg.d_hidden, 1)
     )
