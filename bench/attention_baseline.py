@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from feat_engine.config import ModelConfig
 from feat_engine.model import FEAT
+from feat_engine.model.linear import Linear
 
 
 class RowAttention(nn.Module):
@@ -28,8 +29,8 @@ class RowAttention(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.heads, self.head_dim = cfg.attn_heads, d // cfg.attn_heads
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
+        self.qkv = Linear(d, 3 * d)           # FEAT's own linear layers (oneDNN's fp32 products on a CPU)
+        self.out = Linear(d, d)
 
     def _split(self, t: Tensor) -> Tensor:
         b, n, _ = t.shape

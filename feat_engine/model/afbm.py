@@ -24,8 +24,8 @@ from torch import Tensor, nn
 
 from ..config import ModelConfig
 from . import cpu_scan
-from .linear import Linear, linear
 from .kernels import selective_scan
+from .linear import Linear, linear
 
 # sequences longer than LONG chunks are scanned with chunks twice as long: the same result, and faster
 # on long sequences (docs/decisions/0003-ssd-scan.md)
