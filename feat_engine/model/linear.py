@@ -11,6 +11,7 @@ and gradients (training) keep `F.linear`.
 from __future__ import annotations
 
 import functools
+import platform
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,10 @@ from . import cpu_scan
 
 @functools.lru_cache(maxsize=1)
 def _onednn() -> bool:
-    """Whether this torch build has oneDNN's linear op."""
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    """Whether this is an x86-64 CPU (elsewhere PyTorch's own BLAS, Accelerate on a Mac, is the one to keep) and the
+    torch build has oneDNN's linear op."""
+    return (platform.machine().lower() in ("x86_64", "amd64") and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
