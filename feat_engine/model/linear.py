@@ -1,12 +1,12 @@
-"""Linear layers whose fp32 product takes oneDNN on a CPU at inference.
+"""Linear layers whose fp32 product takes oneDNN on an x86-64 CPU at inference.
 
-PyTorch sends an fp32 linear layer on a CPU to MKL, which keeps to its AVX2 kernels on AMD's AVX-512 CPUs (Zen 4
-and 5). oneDNN, which PyTorch ships beside it (`torch.ops.mkldnn._linear_pointwise`, the op torch.compile emits for a
-CPU linear layer), runs AVX-512 there: 1.6-2.2 times as fast on the engine's shapes, with the same rounding; held to
-AVX2 the two tie (docs/decisions/0041-cpu-scan-kernel.md). oneDNN gives a row the same bits in any call of two rows
-or more (one row alone takes another kernel), so it takes every fp32 product, however few its rows: `run`'s query
-blocks of 64 rows keep a query's numbers to the bit whatever the other queries. bf16 autocast already takes oneDNN,
-and gradients (training) keep `F.linear`.
+PyTorch sends an fp32 linear layer on such a CPU to MKL, which keeps to its AVX2 kernels on AMD's AVX-512 CPUs
+(measured on a Zen 5 EPYC). oneDNN, which PyTorch ships beside it (`torch.ops.mkldnn._linear_pointwise`, the op
+torch.compile emits for a CPU linear layer), runs AVX-512 there: 1.6-2.2 times as fast on the engine's shapes, with
+the same rounding; held to AVX2 the two tie (docs/decisions/0041-cpu-scan-kernel.md). oneDNN gives a row the same
+bits in any call of two rows or more (one row alone takes another kernel), so it takes every fp32 product, however
+few its rows: `run`'s query blocks of 64 rows keep a query's numbers to the bit whatever the other queries. bf16
+autocast already takes oneDNN, and gradients (training) keep `F.linear`.
 """
 from __future__ import annotations
 
