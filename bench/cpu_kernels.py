@@ -48,7 +48,8 @@ def case_context(rows: int, bf16: bool):
     """AFBM.context of block 0 on 21 columns of `rows` rows, as many columns a call as `inference.run` takes."""
     mixer = load_model().blocks[0].mixer
     u = torch.randn(21, rows, mixer.fuse.out_features, generator=torch.Generator().manual_seed(0))
-    cols = max(1, min(InferenceConfig().col_chunk, InferenceConfig().cpu_mixer_tokens // rows))
+    cfg = InferenceConfig()
+    cols = max(1, min(cfg.col_chunk, cfg.cpu_mixer_tokens // rows))
 
     def go():
         with torch.no_grad(), autocast(torch.device("cpu"), bf16):

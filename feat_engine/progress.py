@@ -87,6 +87,13 @@ class StepCounter:
         total = sum(weight[k] * max(self._planned[k], self._made[k]) for k in weight)
         return min(1.0, (sum(weight[k] * n for k, n in before.items()) + weight[kind] * within) / total)
 
+    def drop(self, runs: int) -> None:
+        """Take `runs` planned engine runs out of the stream: runs found not to be needed (a member read for its
+        stacked models alone), so that the share done stays a share of the time left."""
+        with self._lock:
+            self._planned["run"] -= runs
+            self.n_runs -= runs
+
     def flush(self) -> None:
         """Hand the latest report to `progress`; only on the counter's own thread (elsewhere it does nothing)."""
         if threading.get_ident() != self._owner:

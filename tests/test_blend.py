@@ -371,8 +371,8 @@ def test_after_two_members_choose_weight_one_later_members_read_their_stacked_mo
     """A target the additive view fits exactly: the held rows choose weight 1 with the first member and again with
     two (SURE_ONES), so a later member's engine run would change no blended number, and it is read for its stacked
     model alone (no run); the member rule goes on measuring that model's change. A member that fits its own stacked
-    model (a context longer than STOP_ROWS) cross-fits it for the held rows alone; `predict` runs no engine, and a
-    query's prediction depends on that query alone."""
+    model (a context longer than STOP_ROWS) cross-fits it for the held rows alone, and the progress of its fit ends
+    at the whole; `predict` runs no engine, and a query's prediction depends on that query alone."""
     import feat_engine.estimators.in_context as in_context
     from app.engine import what_feat_did
 
@@ -386,7 +386,11 @@ def test_after_two_members_choose_weight_one_later_members_read_their_stacked_mo
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4900, 12))
     dense = X @ rng.normal(size=12)
-    reg = FEATRegressor(n_estimators=3, local_context=256, view="additive").fit(X[:4800], dense[:4800])
+    told = []
+    reg = FEATRegressor(n_estimators=3, local_context=256, view="additive",
+                        progress=lambda done, total, msg: told.append(done / total)).fit(X[:4800], dense[:4800])
+    if own_fits:                 # the last member's own fit reports last: the runs not made are out of the plan
+        assert told[-1] == 1.0
     choice = reg.member_choice_
     assert reg.blend_.weight == 1.0 and (choice.kept, choice.engine) == (3, 2) and len(set(seen)) == 2
     assert "after 2, the classical model alone did best on 600 example rows" in " ".join(what_feat_did(reg))

@@ -488,6 +488,18 @@ def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monke
     assert seen[-1] == pytest.approx(11.5 / 12) and seen == sorted(seen)
 
 
+def test_step_counter_drops_runs_found_not_needed(monkeypatch):
+    """A fit of 2 s and 4 planned runs of 1 s, two of them dropped: after the other two the stream is done."""
+    steps, now, seen = _counter_after_a_fit(monkeypatch, 5, 2.0)
+    steps.drop(2)
+    for i in range(2):
+        run = steps.callback(f"part {i + 1}/2")
+        run(0, 1, "encoding")
+        now[0] += 1.0
+        run(1, 1, "done")
+    assert seen[-1] == pytest.approx(1.0) and seen == sorted(seen)
+
+
 def test_step_counter_shares_the_clock_among_runs_that_ran_beside_each_other(monkeypatch):
     """Engine runs two at a time (`map_runs`' workers), each 2 s long: each has taken 1 s of the clock, so after a
     2-s fit and the first two runs the share done is 4 s of 6, not the 6 of 10 that their own lengths would give."""

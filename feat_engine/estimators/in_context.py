@@ -207,11 +207,11 @@ class InContextBase(FEATBase, ABC):
         chose weight 1, read for their stacked models alone (every member has them where the first has: they are
         fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only
         context rows are read, so the number of members never depends on the query rows."""
-        xq, own = self.context_[held], detail[held]
-        alone, shared = self._fits_alone(), {}
+        xq, own, alone, shared = self.context_[held], detail[held], self._fits_alone(), {}
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
         for m, route in zip(self.members_, routes):
-            settled = ones >= SURE_ONES
+            if settled := ones >= SURE_ONES:             # its engine runs, planned in `steps`, will not run
+                steps.drop(runner.count_runs([m], [route], self.device) * len(self._ovr_classes()))
             self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
                                                             held, settled))
             outputs.append(self._member_output(m, route, xq, own, held, None if settled else steps))
