@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
+from feat_engine.progress import BLEND_OPEN, CLASSICAL, SO_FAR
 
 from . import downloads, engine
 from . import io as aio
@@ -244,17 +245,16 @@ def progress_words(message: str) -> str:
     return message
 
 
-# the fit's messages at the start and end of a classical-model fit (`InContextBase._fit_run_inputs`)
-CLASSICAL = ("fitting the classical models", "classical models fitted")
-
-
 def progress_callback(bar, prefix: str = "", after: float = 0.0):
     """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
     `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
     before the first colon; the engine's share is one of the time, `StepCounter`), before that the time so far.
     The steps after the phase are expected to take `after` times its engine's seconds: the phase's told length
-    less what its classical-model fits took (the CLASSICAL messages), which the predictions do not repeat."""
-    clock = {"phase": None, "start": time.monotonic(), "classical": 0.0, "since": None}
+    less what its classical-model fits took (the CLASSICAL messages), which the predictions do not repeat. While
+    the fit's blend is open (BLEND_OPEN) they may read no engine at all (weight 1): the time left told is then the
+    harmonic mean of the two outcomes, as far in ratio from either; once the fit says the blend so far clearly
+    points to one (SO_FAR), that one."""
+    clock = {"phase": None, "start": time.monotonic(), "classical": 0.0, "since": None, "blend": None}
 
     def cb(done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
@@ -262,17 +262,24 @@ def progress_callback(bar, prefix: str = "", after: float = 0.0):
         message = prefix + str(message)
         phase = message.split(":", 1)[0]
         if phase != clock["phase"]:
-            clock.update(phase=phase, start=now, classical=0.0, since=None)
+            clock.update(phase=phase, start=now, classical=0.0, since=None, blend=None)
         if CLASSICAL[0] in message:
             clock["since"] = now
         elif CLASSICAL[1] in message and clock["since"] is not None:
             clock["classical"] += now - clock["since"]
             clock["since"] = None
+        elif BLEND_OPEN in message:
+            clock["blend"] = "open"
+        elif SO_FAR[0] in message or SO_FAR[1] in message:
+            clock["blend"] = SO_FAR[1] in message        # True: the predictions read no engine
         text = progress_words(message)
         elapsed = now - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
-            engine_s = max(0.0, elapsed / frac - clock["classical"])
-            text += f" (about {seconds_text(elapsed * (1 - frac) / frac + after * engine_s)} left)"
+            left = elapsed * (1 - frac) / frac
+            rest = 0.0 if clock["blend"] is True else after * max(0.0, elapsed / frac - clock["classical"])
+            if clock["blend"] == "open":
+                rest = left * rest / (2 * left + rest) if rest else 0.0
+            text += f" (about {seconds_text(left + rest)} left)"
         elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
             text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])

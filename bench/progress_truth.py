@@ -1,9 +1,11 @@
-"""The time left that the app would tell, against the truth: one FEATClassifier fit at its defaults on a sample of
-adult_income (12,000 rows by default: long enough to hold rows out, so its stream mixes classical-model fits and
-engine runs), its progress stream timed, and at a third, a half and two thirds of the fit the app's rule
-(elapsed x (1 - share) / share, `app/state.progress_callback`) set against the seconds that were in fact left.
+"""The time left that the app tells, against the truth: FEAT's fit at its defaults on `--rows` labelled rows of a
+development table (or of the generated table of the app's walk, `--table walk`), then its predictions of `--queries`
+more, both under the Predict view's own progress callbacks (`app/state.progress_callback`; while FEAT learns, the
+time left counts the predictions after it, `app/engine.predict_share`), every text shown timed. At a third, a half and
+two thirds of the run, and at worst from a third on with 10 s or more left, the time left told over the seconds that
+were in fact left (`app_timing.time_left_truth`).
 
-    python bench/progress_truth.py [--rows 12000]
+    python bench/progress_truth.py [--table adult_income] [--rows 12000] [--queries 4000]
 
 A diagnostic: it prints one JSON line and writes no section of docs/benchmarks.md
 (docs/decisions/0038-app.md quotes its figures).
@@ -12,34 +14,67 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import common as C
+from app_timing import time_left_truth, told_at
+from app_driver import write_wide_csv
+
+sys.path.insert(0, str(C.ROOT))
+from app import engine, state  # noqa: E402
+
+
+class _Bar:
+    """An st.progress stand-in that keeps each text it is shown, with the seconds since `t0`."""
+
+    def __init__(self, seen: list, t0: float):
+        self.seen, self.t0 = seen, t0
+
+    def progress(self, frac: float, text: str) -> None:
+        self.seen.append((time.monotonic() - self.t0, text))
+
+
+def _table(name: str, rows: int) -> tuple[pd.DataFrame, pd.Series, str]:
+    """A development table, or the app walk's generated one (`tests/app_driver.write_wide_csv`) of `rows` rows."""
+    if name != "walk":
+        return C.load_table(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_wide_csv(Path(tmp) / "walk.csv", rows, seed=3, empty=0.01)
+        df = pd.read_csv(Path(tmp) / "walk.csv")
+    return df.drop(columns="y"), df["y"], "classification"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--table", default="adult_income")
     p.add_argument("--rows", type=int, default=12_000)
+    p.add_argument("--queries", type=int, default=4_000)
     args = p.parse_args()
     C.set_threads(2)
     C.quiet_warnings()
-    from feat_engine import FEATClassifier
-
-    X, y, _ = C.load_table("adult_income")
-    yv, _ = C.encode_labels(y)
-    rows = np.random.default_rng(C.SEED).permutation(len(X))[:args.rows]
+    X, y, task = _table(args.table, args.rows + args.queries)
+    order = np.random.default_rng(C.SEED).permutation(len(X))
+    tr, te = order[:args.rows], order[args.rows:args.rows + args.queries]
+    classes = y.iloc[tr].nunique() if task == "classification" else 0
+    plan = engine.reading_plan(task, {}, len(tr), X.shape[1], classes)
+    after = engine.predict_share(plan, X.shape[1], len(te), engine.runs_per_member(task, {}, classes))
     seen, t0 = [], time.monotonic()
-    FEATClassifier(progress=lambda d, t, m: seen.append((time.monotonic() - t0, d / t if t else 0.0))).fit(
-        X.iloc[rows].reset_index(drop=True), yv[rows])
+    fitted = engine.fit(X.iloc[tr], y.iloc[tr], task, {}, state.progress_callback(_Bar(seen, t0), after=after))
+    fit_s = time.monotonic() - t0
+    engine.predict(fitted.value, X.iloc[te], state.progress_callback(_Bar(seen, t0)))
     total = time.monotonic() - t0
-    at = {}
-    for share in (1 / 3, 1 / 2, 2 / 3):
-        s, f = next((s, f) for s, f in seen if s >= share * total and f > 0)
-        at[f"{share:.2f}"] = dict(elapsed=round(s, 1), share_done=round(f, 3), told=round(s * (1 - f) / f, 1),
-                                  truth=round(total - s, 1))
-    print(json.dumps(dict(rows=args.rows, seconds=round(total, 1), at=at)))
+    truth = time_left_truth(seen, total)
+    late = [r["told"] / r["run_left"] for r in truth if r["t"] >= total / 3 and r["run_left"] >= 10]
+    print(json.dumps(dict(table=args.table, rows=args.rows, queries=args.queries, seconds=round(total, 1),
+                          fit_s=round(fit_s, 1), weight=getattr(fitted.value.blend_, "weight", None),
+                          at={f"{s:.2f}": round(told_at(truth, total, s), 2) for s in (1 / 3, 1 / 2, 2 / 3)},
+                          worst=round(max((abs(x - 1) for x in late), default=float("nan")), 2))))
 
 
 if __name__ == "__main__":

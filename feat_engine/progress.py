@@ -11,6 +11,14 @@ Progress = Callable[[int, int, str], None]
 
 SCALE = 1_000_000   # a stream of runs of two kinds reports its share done in millionths
 
+# What a fit's progress says that an app telling the time left can read (app/state.py): a classical-model fit's start
+# and end, whose seconds the predictions do not repeat; and, while the held-out rows are read (`InContextBase.
+# _held_output`), after each chunk of them, whether FEAT's reading has so far clearly improved on the classical
+# models' (the predictions will read the engine), clearly not (weight 1: they will not), or neither yet (BLEND_OPEN)
+CLASSICAL = ("fitting the classical models", "classical models fitted")
+BLEND_OPEN = "checking FEAT's reading against the classical models' on example rows held out of its reading"
+SO_FAR = ("so far FEAT's reading improves on the classical models'", "so far the classical models alone do best")
+
 
 class StepCounter:
     """Turns the runner's per-run progress into one (done, total, message) stream over all runs. Runs may
@@ -93,6 +101,12 @@ class StepCounter:
         with self._lock:
             self._planned["run"] -= runs
             self.n_runs -= runs
+
+    def note(self, message: str) -> None:
+        """Report `message` at the share done so far (on the counter's own thread, between runs)."""
+        self.flush()
+        if self.progress is not None:
+            self.progress(round(max(self._shown, 0.0) * SCALE), SCALE, message)
 
     def flush(self) -> None:
         """Hand the latest report to `progress`; only on the counter's own thread (elsewhere it does nothing)."""

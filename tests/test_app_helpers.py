@@ -12,6 +12,7 @@ import pytest
 from app import baselines, downloads, figures, metrics
 from app import io as aio
 from feat_engine.preprocess import TablePreprocessor
+from feat_engine.progress import BLEND_OPEN, SO_FAR
 
 CSV = b"a,b,c\n1,2,x\n3,4,y\n5,6,x\n"
 
@@ -719,6 +720,14 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     now[0] += 10
     cb(8, 10, "learning: member 1/1, part 3/4: encoding 100 context rows")     # 5 s + 0.4 x (25 s - 10 s)
     assert shown[-2][1].endswith("(about 14 s left)") and shown[-1][1].endswith("(about 11 s left)")
+    # while the fit chooses its blend, the predictions may read no engine: 10 s of the fit left and 20 s of them, or
+    # none: the harmonic mean of 10 s and 30 s, then the outcome the fit's blend so far points to
+    cb = state.progress_callback(Bar(), after=1.0)
+    cb(0, 10, f"learning: {BLEND_OPEN}")
+    now[0] += 10
+    for said, left in [("member 1/1, part 2/4", 15), (SO_FAR[1], 10), (SO_FAR[0], 30)]:
+        cb(5, 10, f"learning: {said}")
+        assert shown[-1][1].endswith(f"(about {left} s left)")
 
 
 def test_column_summaries_show_each_kind_in_its_own_terms():

@@ -10,8 +10,9 @@ import feat_engine.estimators.runner as runner
 from feat_engine import FEATClassifier, FEATRegressor
 from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, UnclippedRows
+from feat_engine.progress import BLEND_OPEN, SO_FAR
 from feat_engine.reading.blend import (MAX_HELD, PRIOR_WEIGHT, WEIGHTS, blend_prediction, blend_probability,
-                                       held_out_rows, prior_blend)
+                                       clear_side, held_out_rows, prior_blend)
 from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_models, fit_tree_model
 
 try:
@@ -109,6 +110,38 @@ def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch)
     missed = np.mean([r.stacked.loss for inputs in exact.run_inputs_ for r in inputs.values()])
     assert exact.blend_.unexplained == pytest.approx(missed) and missed < 0.02 and exact.blend_.weight == 1.0
     assert FEATRegressor(n_estimators=1, local_context=256, view=None).fit(X, dense).blend_ is None
+
+
+def test_held_rows_read_in_chunks_choose_the_same_blend_and_tell_it_so_far(monkeypatch):
+    """Held rows read in chunks of parts (`runner.part_chunks`) give the blend the same losses as one read; after each
+    chunk, the progress says whether the blend so far clearly keeps the classical models alone (`SO_FAR`), clearly
+    not, or neither yet (`BLEND_OPEN`): in the end yes where the additive view fits the target, no where only the
+    nearest row reads it, and never the other way."""
+    monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
+    rng = np.random.default_rng(1)
+    X, x1 = rng.normal(size=(4800, 12)), rng.uniform(size=(4800, 1))
+    for x, y, said in [(X, X @ rng.normal(size=12), SO_FAR[1]), (x1, np.sign(np.sin(60 * x1[:, 0])), SO_FAR[0])]:
+        told, losses = [], []
+        for batches in (10**6, 4):                                    # one chunk; five
+            monkeypatch.setattr(runner, "CHUNKED_BATCHES", batches)
+            reg = FEATRegressor(n_estimators=1, local_context=256, view="additive",
+                                progress=lambda done, total, msg: told.append(msg)).fit(x, y)
+            losses.append(reg.blend_.loss)
+        notes = [m for m in told if BLEND_OPEN in m or SO_FAR[0] in m or SO_FAR[1] in m]
+        assert losses[0] == losses[1]
+        one, chunked = notes[:notes.index(BLEND_OPEN, 1)], notes[notes.index(BLEND_OPEN, 1):]
+        assert one[0] == chunked[0] == BLEND_OPEN and one[-1] == chunked[-1] == said and len(one) == 2
+        assert len(chunked) == 2 + len(runner.CHUNKS) and set(chunked) == {BLEND_OPEN, said}
+
+
+def test_a_side_of_weight_one_is_clear_only_past_clear_z_standard_errors():
+    """`clear_side` on 400 rows whose loss moves by `gap` per unit of weight under 1, with noise of 0.1 per row and
+    weight: weight 1 clearly best where lower weights lose 0.025 more, a lower weight where they lose less, and
+    neither where the gap is 0.002 (0.0005 at weight 0.75: a tenth of a standard error)."""
+    rng = np.random.default_rng(7)
+    noise = {w: 0.1 * rng.normal(size=400) for w in WEIGHTS}
+    side = lambda gap: clear_side(lambda w: 1.0 + gap * (1.0 - w) + noise[w])   # noqa: E731
+    assert (side(0.1), side(-0.1), side(0.002)) == (True, False, None)
 
 
 def test_the_prior_weight_grows_as_a_regressions_view_misses_less():

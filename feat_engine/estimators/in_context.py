@@ -16,22 +16,22 @@ from ..errors import FEATDataWarning, FEATInputError
 from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
-from ..progress import Progress, StepCounter
-from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, held_out_rows, holds_rows, prior_blend,
-                              stacked_alone)
+from ..progress import BLEND_OPEN, CLASSICAL, SO_FAR, Progress, StepCounter
+from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, clear_side, held_out_rows, holds_rows,
+                              prior_blend, stacked_alone)
 from ..reading.coded_levels import coded_level_columns
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, SURE_ONES, Member, MemberChoice,
                                content_order, plan_members, planned_members, prediction_change)
-from ..reading.quantile_transform import reads_quantiles
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
 from ..reading.run_inputs import RunInputs, fit_run_inputs
 from ..reading.stacked_model import STOP_ROWS, check_stacked_model
 from . import runner
 from .base import FEATBase
+from .describe import describe_reading
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/decisions/0015-local-parts.md)
 QUERY_BATCH = 131_072   # query rows scored and combined at a time (`_predicted`): a multiple of the stacked model's
@@ -131,7 +131,7 @@ class InContextBase(FEATBase, ABC):
                 self.blend_ = prior_blend(self._unexplained())
         else:
             self.blend_ = self._choose_members_and_blend(held, detail, routes, classification, steps)
-        self.reading_ = self._describe_reading()
+        self.reading_ = describe_reading(self)
 
     def _fit_levels(self, X: pd.DataFrame, y: np.ndarray, classification: bool,
                     detail: UnclippedRows) -> UnclippedRows:
@@ -214,7 +214,8 @@ class InContextBase(FEATBase, ABC):
                 steps.drop(runner.count_runs([m], [route], self.device) * len(self._ovr_classes()))
             self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
                                                             held, settled))
-            outputs.append(self._member_output(m, route, xq, own, held, None if settled else steps))
+            outputs.append(self._member_output(m, route, xq, own, held, None) if settled else
+                           self._held_output(m, route, xq, own, held, outputs, steps))
             if not settled:
                 blend, engine = self._choose_blend(outputs, held), engine + 1
                 ones = ones + 1 if blend is not None and blend.weight == 1.0 else 0
@@ -226,6 +227,28 @@ class InContextBase(FEATBase, ABC):
         self.member_choice_ = MemberChoice(len(outputs), len(self.members_), changes, len(held), engine)
         self.members_ = self.members_[:len(outputs)]
         return blend
+
+    def _held_output(self, m: Member, route: np.ndarray | None, xq: np.ndarray, own: UnclippedRows, held: np.ndarray,
+                     before: list[tuple[np.ndarray, np.ndarray]], steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
+        """Member m's `_member_output` for the `held` rows xq, read in chunks of its local parts (`runner.part_chunks`:
+        the same runs); after each chunk, `steps` is told whether the blend on the rows read so far, with the outputs
+        of the members `before`, clearly keeps the stacked models alone or not (`progress.SO_FAR`, `blend.clear_side`),
+        or neither (`progress.BLEND_OPEN`)."""
+        if route is None:
+            return self._member_output(m, route, xq, own, held, steps)
+        steps.note(BLEND_OPEN)
+        chunks, out = runner.part_chunks(route, self.device), None
+        for i, rows in enumerate(chunks):
+            got = self._member_output(m, route[rows], xq[rows], own[rows], held[rows], steps)
+            out = out or tuple(np.empty((len(held),) + g.shape[1:], g.dtype) for g in got)
+            for whole, part in zip(out, got):
+                whole[rows] = part
+            read = np.concatenate(chunks[:i + 1])
+            outs = [(p[read], s[read]) for p, s in [*before, out]]
+            if not all(np.isnan(s).all() for _, s in outs):
+                side = clear_side(lambda w: self._row_loss(self._combine(outs, w), self.y_[held[read]]))
+                steps.note(BLEND_OPEN if side is None else SO_FAR[side])
+        return out
 
     def _choose_blend(self, outputs: list[tuple[np.ndarray, np.ndarray]], held: np.ndarray) -> Blend | None:
         """The blend's weight for the members' `outputs` on the `held` rows; None where no run has a stacked
@@ -321,14 +344,14 @@ class InContextBase(FEATBase, ABC):
         reported to `steps` under `name`."""
         say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}", fit=True)
         if say is not None:
-            say(0, 1, "fitting the classical models on the context")
+            say(0, 1, f"{CLASSICAL[0]} on the context")
         labels = self._labels(cls)[rows]
         single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
         nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
         inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal, classification, self.view,
                                 seed, power, torch.get_num_threads(), read, beside)
         if say is not None:
-            say(1, 1, "classical models fitted")
+            say(1, 1, CLASSICAL[1])
         return inputs
 
     def _power(self, m: Member) -> tuple[float, float] | None:
@@ -358,47 +381,6 @@ class InContextBase(FEATBase, ABC):
             p_true = np.where(est.classes_[col] == y[va], p[np.arange(len(va)), col], 0.0)
             return -np.log(np.clip(p_true, 1e-6, 1.0))
         return loss
-
-    def _describe_reading(self) -> str:
-        """One sentence on how the members read the fitted table (the app's Predict view shows it)."""
-        n, d = self.context_.shape
-        names = [self.preprocessor_.feature_names_[j] for j in self.preprocessor_.nominal_]
-        width = len(self.members_[0].features)
-        n_quantile = sum(reads_quantiles(m) for m in self.members_)
-        power = any(r.target is not None for inputs in self.run_inputs_ for r in inputs.values())
-        parts = [f"{len(self.members_)} member(s)"
-                 + (f", {n_quantile} reading numbers in the quantile view" if n_quantile else "")
-                 + (" and the target on a power scale" if power else ""),
-                 f"target statistics for {len(names)} nominal column(s) ({', '.join(names[:5])}"
-                 f"{', ...' if len(names) > 5 else ''})" if names else "no nominal columns",
-                 f"{width} of {d} features per member, most relevant first" if width < d else f"all {d} features"]
-        levels = [str(c.name) for c in self.preprocessor_.plan_ if c.levels]
-        if levels:
-            parts.append(f"whole numbers or dates read both as such and as categories, their values telling more "
-                         f"about the target than their order: {', '.join(levels[:5])}"
-                         f"{', ...' if len(levels) > 5 else ''}")
-        stacked = {id(r.stacked.model): r.stacked for inputs in self.run_inputs_ for r in inputs.values()
-                   if r.stacked is not None}
-        kinds = [v.kind for v in stacked.values()]
-        if kinds:
-            n_trees = kinds.count("trees")
-            beside = any(r.beside is not None for inputs in self.run_inputs_ for r in inputs.values())
-            parts.append(f"a cross-fitted model's prediction as one more feature (boosted trees for {n_trees} of "
-                         f"{len(kinds)} fitted views, the additive model for {len(kinds) - n_trees})"
-                         + (", and the other kind's as another" if beside else ""))
-        local = self.members_[0].local
-        rows = len(self.members_[0].rows)
-        parts.append(f"each query reads the nearest of {len(local.parts)} local parts of {local.parts.shape[1]:,} "
-                     f"rows out of {rows:,} context rows" if local is not None else f"the whole context of {rows:,} rows")
-        if self.read_plan_.capped:
-            parts.append(self.read_plan_.describe(n))
-        if self.reading_choice_ is not None:
-            parts.append(f"that reading {self.reading_choice_.describe()}")
-        if self.member_choice_ is not None:
-            parts.append(self.member_choice_.describe())
-        if self.blend_ is not None:
-            parts.append(self.blend_.describe())
-        return "; ".join(parts) + "."
 
     # ----------------------------------------------------------------------------------- predict
 

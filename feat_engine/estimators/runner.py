@@ -55,6 +55,22 @@ def part_batches(parts: np.ndarray, n_parts: int, device: str) -> list[range]:
     return [range(b * size, min(n_parts, (b + 1) * size)) for b in np.unique(np.asarray(parts) // size)]
 
 
+CHUNKED_BATCHES = 32         # a read of at least this many batches of parts is told in chunks (`part_chunks`)
+CHUNKS = (1 / 16, 1 / 8, 1 / 4, 1 / 2)  # ... whose first batches hold these shares of them
+
+
+def part_chunks(route: np.ndarray, device: str) -> list[np.ndarray]:
+    """The query rows routed by `route` (their indices), in chunks of consecutive batches of parts (`part_batches`),
+    the chunks beginning at the CHUNKS shares of the batches reached; one chunk under CHUNKED_BATCHES batches. Read
+    chunk by chunk, the engine makes the same runs as in one read, and the caller can tell what it found after each."""
+    batch = np.asarray(route) // tables_per_run(device)
+    reached = np.unique(batch)
+    if len(reached) < CHUNKED_BATCHES:
+        return [np.arange(len(batch))]
+    chunk = np.searchsorted(np.asarray(CHUNKS) * len(reached), np.searchsorted(reached, batch), side="right")
+    return [np.flatnonzero(chunk == c) for c in range(len(CHUNKS) + 1)]
+
+
 def count_runs(members: list[Member], routes: list[np.ndarray | None], device: str) -> int:
     """Engine runs that reading queries routed by `routes` takes, over all members (`member_output`)."""
     return sum(1 if r is None else len(part_batches(np.unique(r), len(m.local.parts), device))
@@ -71,10 +87,10 @@ def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, lab
     order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
     parts, starts = np.unique(route[order], return_index=True)
     asked = dict(zip(parts.tolist(), np.split(order, starts[1:])))
-    batches = part_batches(parts, len(local.parts), run.settings.device)
-    noun = "part" if tables_per_run(run.settings.device) == 1 else "batch of parts"
+    batches, size = part_batches(parts, len(local.parts), run.settings.device), tables_per_run(run.settings.device)
+    noun = "part" if size == 1 else "batch of parts"      # numbered among all of the member's, reached or not
     jobs = [([local.parts[p] for p in b], [asked.get(p, order[:0]) for p in b],
-             f"{run.name}, {noun} {j + 1}/{len(batches)}") for j, b in enumerate(batches)]
+             f"{run.name}, {noun} {b.start // size + 1}/{-(-len(local.parts) // size)}") for b in batches]
     read = partial(_read_parts, run, ctx, labels, q, steps)
     outs = [r for rs in map_runs(read, jobs, run.settings.device, steps.flush) for r in rs]
     out = np.empty((len(q),) + outs[0].shape[1:], outs[0].dtype)

@@ -27,6 +27,9 @@ PRIOR_WEIGHT = 0.25
 # out of fold takes this weight: the engine re-reads their column on a part of the rows, and its own error does not
 # shrink with theirs (187 allowlisted regressions: R2 0.7177 -> 0.7218, 87 up and 2 down; docs/decisions/0024-blend.md)
 PRIOR_BANDS = ((0.02, 1.0), (0.05, 0.75), (0.10, 0.5))
+# a blend read on part of the held rows is told as the outcome (the predictions read the engine or not: `clear_side`)
+# where one side of weight 1 wins by this many standard errors
+CLEAR_Z = 2.0
 
 
 def _held_count(n: int) -> int:
@@ -104,6 +107,17 @@ def choose_blend(row_loss: Callable[[float], np.ndarray]) -> Blend:
     losses = {w: row_loss(w) for w in WEIGHTS}
     mean = {w: float(v.mean()) for w, v in losses.items()}
     return Blend(min(WEIGHTS, key=lambda w: mean[w]), mean, len(losses[WEIGHTS[0]]))
+
+
+def clear_side(row_loss: Callable[[float], np.ndarray]) -> bool | None:
+    """Which side of weight 1 the held-out rows read so far clearly choose: True where weight 1 (the stacked models
+    alone) loses less than the best lower weight by CLEAR_Z standard errors of the rows' paired loss differences,
+    False where that lower weight does so, None where neither (`row_loss(w)`: one loss per row read)."""
+    one = row_loss(1.0)
+    d = min((row_loss(w) for w in WEIGHTS[:-1]), key=np.mean) - one
+    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+    z = d.mean() / se if se > 0 else np.inf * np.sign(d.mean())
+    return True if z >= CLEAR_Z else False if z <= -CLEAR_Z else None
 
 
 def prior_blend(unexplained: float | None = None) -> Blend:
