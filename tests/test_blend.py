@@ -116,7 +116,7 @@ def test_held_rows_read_in_chunks_choose_the_same_blend_and_tell_it_so_far(monke
     """Held rows read in chunks of parts (`runner.part_chunks`) give the blend the same losses as one read; after each
     chunk, the progress says whether the blend so far clearly keeps the classical models alone (`SO_FAR`), clearly
     not, or neither yet (`BLEND_OPEN`): in the end yes where the additive view fits the target, no where only the
-    nearest row reads it, and never the other way."""
+    nearest row reads it, and never the other way; nothing where no run has a stacked model."""
     monkeypatch.setattr(runner, "run_tables", per_table(nearest_row_run))
     rng = np.random.default_rng(1)
     X, x1 = rng.normal(size=(4800, 12)), rng.uniform(size=(4800, 1))
@@ -132,6 +132,10 @@ def test_held_rows_read_in_chunks_choose_the_same_blend_and_tell_it_so_far(monke
         one, chunked = notes[:notes.index(BLEND_OPEN, 1)], notes[notes.index(BLEND_OPEN, 1):]
         assert one[0] == chunked[0] == BLEND_OPEN and one[-1] == chunked[-1] == said and len(one) == 2
         assert len(chunked) == 2 + len(runner.CHUNKS) and set(chunked) == {BLEND_OPEN, said}
+    told.clear()                       # three classes read by one head have no stacked model: no blend to tell of
+    clf = FEATClassifier(n_estimators=1, local_context=256, view="additive", multiclass="head",
+                         progress=lambda done, total, msg: told.append(msg)).fit(x1, np.digitize(x1[:, 0], [0.3, 0.6]))
+    assert clf.blend_ is None and told and not [m for m in told if BLEND_OPEN in m]
 
 
 def test_a_side_of_weight_one_is_clear_only_past_clear_z_standard_errors():

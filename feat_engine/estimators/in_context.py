@@ -234,8 +234,8 @@ class InContextBase(FEATBase, ABC):
         the same runs); after each chunk, `steps` is told whether the blend on the rows read so far, with the outputs
         of the members `before`, clearly keeps the stacked models alone or not (`progress.SO_FAR`, `blend.clear_side`),
         or neither (`progress.BLEND_OPEN`)."""
-        if route is None:
-            return self._member_output(m, route, xq, own, held, steps)
+        if route is None or all(r.stacked is None for inputs in self.run_inputs_ for r in inputs.values()):
+            return self._member_output(m, route, xq, own, held, steps)        # one read; no blend to tell of
         steps.note(BLEND_OPEN)
         chunks, out = runner.part_chunks(route, self.device), None
         for i, rows in enumerate(chunks):
@@ -245,9 +245,8 @@ class InContextBase(FEATBase, ABC):
                 whole[rows] = part
             read = np.concatenate(chunks[:i + 1])
             outs = [(p[read], s[read]) for p, s in [*before, out]]
-            if not all(np.isnan(s).all() for _, s in outs):
-                side = clear_side(lambda w: self._row_loss(self._combine(outs, w), self.y_[held[read]]))
-                steps.note(BLEND_OPEN if side is None else SO_FAR[side])
+            side = clear_side(lambda w: self._row_loss(self._combine(outs, w), self.y_[held[read]]))
+            steps.note(BLEND_OPEN if side is None else SO_FAR[side])
         return out
 
     def _choose_blend(self, outputs: list[tuple[np.ndarray, np.ndarray]], held: np.ndarray) -> Blend | None:
