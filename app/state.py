@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
+
 from feat_engine.progress import BLEND_OPEN, CLASSICAL, SO_FAR
 
 from . import downloads, engine
