@@ -16,8 +16,8 @@ SCALE = 1_000_000   # a stream of runs of two kinds reports its share done in mi
 # _held_output`), after each chunk of them, whether FEAT's reading has so far clearly improved on the classical
 # models' (the predictions will read the engine), clearly not (weight 1: they will not), or neither yet (BLEND_OPEN)
 CLASSICAL = ("fitting the classical models", "classical models fitted")
-BLEND_OPEN = "checking FEAT's reading against the classical models' on example rows held out of its reading"
-SO_FAR = ("so far FEAT's reading improves on the classical models'", "so far the classical models alone do best")
+BLEND_OPEN = "comparing FEAT with the classical models on example rows held out of its reading"
+SO_FAR = ("so far FEAT adds to the classical models", "so far the classical models alone do best")
 
 
 class StepCounter:
