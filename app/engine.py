@@ -256,8 +256,8 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
         again += (f"; it stopped after {choice.kept} of {choice.planned} readings because another one no longer "
                   f"changed its answers for {choice.rows:,} example rows it had set aside to check itself")
     if choice is not None and choice.engine is not None and choice.engine < choice.kept:
-        again += (f"; after {choice.engine}, the classical model alone did best on {choice.rows:,} example rows set "
-                  "aside to check, so the later readings fitted only that model")
+        again += (f"; after {choice.engine}, FEAT's own reading had not clearly improved on the classical model on "
+                  f"{choice.rows:,} example rows set aside to check, so the later readings fitted only that model")
     said.append(again + ".")
     classes = getattr(est, "classes_", [])
     if len(classes) > 2 and getattr(est, "multiclass", "ovr") == "ovr":
@@ -303,8 +303,8 @@ def classical_share(est: fe.FEATClassifier | fe.FEATRegressor) -> str | None:
     if est.blend_ is None or est.blend_.weight == 0.0:
         return said + "; the final answer is FEAT's own reading."
     if est.blend_.weight == 1.0 and est.blend_.rows:
-        return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not improve on "
-                f"{the_model} it fitted beside it, so the final answer is that model's alone.")
+        return (f"On {est.blend_.rows:,} example rows set aside to check, FEAT's own reading did not clearly improve "
+                f"on {the_model} it fitted beside it, so the final answer is that model's alone.")
     missed = est.blend_.unexplained      # a regression's prior share grows as its classical model misses less
     checked = "" if missed is None else (f" Checked on example rows it had not learned from, that model missed "
                                          f"{missed:.0%} of the variation in the target.")

@@ -12,7 +12,7 @@ from feat_engine.inference import RunResult
 from feat_engine.preprocess import CLIP, UnclippedRows
 from feat_engine.progress import BLEND_OPEN, SO_FAR
 from feat_engine.reading.blend import (MAX_HELD, PRIOR_WEIGHT, WEIGHTS, blend_prediction, blend_probability,
-                                       clear_side, held_out_rows, prior_blend)
+                                       choose_blend, clear_side, held_in_parts, held_out_rows, prior_blend)
 from feat_engine.reading.stacked_model import MAX_LEVELS, TreeRows, fit_stacked_models, fit_tree_model
 
 try:
@@ -85,6 +85,39 @@ def test_held_out_rows_never_reach_a_part_and_are_read_without_their_labels(monk
     assert "chosen on 600 context rows held out of the parts" in reg.reading_
 
 
+def test_one_member_reading_some_rows_holds_out_unread_rows_in_a_few_parts(monkeypatch):
+    """`held_in_parts`: of 4,000 unread rows in 50 parts, those of HELD_PARTS parts (all 50 here), MAX_HELD of them
+    stratified; of 10 parts, their 800 rows; of 4 parts, 320 rows: too few. A member that reads 3,000 of 10,000
+    context rows (`max_context`) takes its held rows so from the 7,000 it does not read: their engine runs read 4
+    parts where HELD_PARTS is 4, and a query's prediction depends on that query alone."""
+    import feat_engine.estimators.in_context as in_context
+    import feat_engine.reading.blend as blend
+
+    rows, route, y = np.arange(5000, 9000), np.arange(4000) % 50, np.r_[np.zeros(3000), np.ones(1000)].astype(int)
+    held = held_in_parts(rows, route, 50, y, 0)
+    assert len(held) == MAX_HELD and np.all(np.diff(held) > 0)
+    assert y[held - 5000].mean() == pytest.approx(0.25, abs=1e-3)
+    monkeypatch.setattr(blend, "HELD_PARTS", 10)
+    held = held_in_parts(rows, route, 50, None, 0)
+    assert len(held) == 800 and len(np.unique(route[held - 5000])) == 10
+    monkeypatch.setattr(blend, "HELD_PARTS", 4)
+    assert held_in_parts(rows, route, 50, y, 0) is None
+    drawn, read = [], []
+    monkeypatch.setattr(in_context, "held_in_parts", lambda *a: drawn.append(blend.held_in_parts(*a)) or drawn[-1])
+    monkeypatch.setattr(runner, "run_tables", lambda model, ctxs, *a, **kw: read.append(len(ctxs)) or per_table(
+        nearest_row_run)(model, ctxs, *a, **kw))
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(10_100, 4))
+    target = X[:, 0] + 0.1 * rng.normal(size=10_100)
+    reg = FEATRegressor(n_estimators=1, local_context=256, view="additive", max_context=3000).fit(X[:10_000],
+                                                                                             target[:10_000])
+    assert reg.blend_.rows == len(drawn[0]) >= 512 and not np.isin(drawn[0], reg.members_[0].rows).any()
+    assert sum(read) == 4
+    full = reg.predict(X[10_000:])
+    np.testing.assert_allclose(np.concatenate([reg.predict(X[10_000 + i:10_001 + i]) for i in range(3)]), full[:3],
+                               rtol=1e-6, atol=1e-9)
+
+
 def test_the_weight_goes_to_whichever_predicts_held_out_rows_better(monkeypatch):
     """A target the additive view fits and the stand-in cannot (a sum over many features) takes the view;
     a ragged one-feature target that the nearest row reads and five spline knots cannot takes FEAT."""
@@ -139,13 +172,19 @@ def test_held_rows_read_in_chunks_choose_the_same_blend_and_tell_it_so_far(monke
 
 
 def test_a_side_of_weight_one_is_clear_only_past_clear_z_standard_errors():
-    """`clear_side` on 400 rows whose loss moves by `gap` per unit of weight under 1, with noise of 0.1 per row and
-    weight: weight 1 clearly best where lower weights lose 0.025 more, a lower weight where they lose less, and
-    neither where the gap is 0.002 (0.0005 at weight 0.75: a tenth of a standard error)."""
+    """`clear_side` and `choose_blend` on 400 rows whose loss moves by `gap` per unit of weight under 1, with noise of
+    0.1 per row and weight: weight 1 clearly best where lower weights lose 0.025 more, a lower weight where they
+    lose less, and neither where the gap is 0.002 (0.0005 at weight 0.75: a tenth of a standard error); with
+    `clear`, the blend then keeps weight 1."""
     rng = np.random.default_rng(7)
     noise = {w: 0.1 * rng.normal(size=400) for w in WEIGHTS}
     side = lambda gap: clear_side(lambda w: 1.0 + gap * (1.0 - w) + noise[w])   # noqa: E731
     assert (side(0.1), side(-0.1), side(0.002)) == (True, False, None)
+    # with `clear`, the blend keeps weight 1 (no engine read at predict) unless a lower weight clearly beats it
+    loss = lambda gap: lambda w: 1.0 + gap * (1.0 - w) + noise[w]     # noqa: E731
+    chosen = {gap: choose_blend(loss(gap), clear=True) for gap in (-0.1, -0.002, 0.1)}
+    assert [b.weight for b in chosen.values()] == [0.0, 1.0, 1.0] and choose_blend(loss(-0.002)).weight < 1.0
+    assert "weight 1 kept" in chosen[-0.002].describe() and "kept" not in chosen[-0.1].describe()
 
 
 def test_the_prior_weight_grows_as_a_regressions_view_misses_less():
@@ -430,7 +469,8 @@ def test_after_two_members_choose_weight_one_later_members_read_their_stacked_mo
         assert told[-1] == 1.0
     choice = reg.member_choice_
     assert reg.blend_.weight == 1.0 and (choice.kept, choice.engine) == (3, 2) and len(set(seen)) == 2
-    assert "after 2, the classical model alone did best on 600 example rows" in " ".join(what_feat_did(reg))
+    assert "after 2, FEAT's own reading had not clearly improved on the classical model on 600 example rows" in \
+        " ".join(what_feat_did(reg))
     counts = [np.isfinite(inputs[None].stacked.context).sum() for inputs in reg.run_inputs_]
     assert counts == ([4800, 4800, 600] if own_fits else [4800] * 3)
     seen.clear()

@@ -17,8 +17,8 @@ from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
 from ..progress import BLEND_OPEN, CLASSICAL, SO_FAR, Progress, StepCounter
-from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, clear_side, held_out_rows, holds_rows,
-                              prior_blend, stacked_alone)
+from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, clear_side, held_in_parts, held_out_rows,
+                              holds_rows, prior_blend, stacked_alone)
 from ..reading.coded_levels import coded_level_columns
 from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
@@ -34,6 +34,7 @@ from .base import FEATBase
 from .describe import describe_reading
 
 LOCAL_CONTEXT = 1024    # default rows per local context (docs/decisions/0015-local-parts.md)
+UNREAD_ROUTED = 65_536  # unread context rows routed to a one-member read's parts to draw its held rows from
 QUERY_BATCH = 131_072   # query rows scored and combined at a time (`_predicted`): a multiple of the stacked model's
                         # and the engine's blocks (QUERY_ROWS, the query chunk), so every row meets the same kernels
 KEPT_MEMBERS = (f"Ensemble members at most: where a blend is read (see `blend`), `fit` reads its held-out context "
@@ -174,15 +175,31 @@ class InContextBase(FEATBase, ABC):
 
     def _split_contexts(self, size: int, classification: bool) -> np.ndarray | None:
         """Split each member's context into local parts of `size` rows; where a blend is read, first hold rows out
-        of the parts for it (`held_out_rows`). Returns the held rows, None where none are held (no blend, or too
-        few rows left outside them to split, when the parts are drawn again from every row)."""
-        held = None
+        of the parts for it (`held_out_rows`), or, for one member that reads only some rows, draw them from the rows
+        it does not read, in a few of its parts (`held_in_parts`). Returns the held rows, None where none are held
+        (no blend, or too few rows left outside them to split, when the parts are drawn again from every row)."""
+        held, y, m = None, self.y_ if classification else None, self.members_[0]
+        if self.blend and self.view is not None and self._one_reads_some() and holds_rows(len(self.context_)):
+            if self._split_member_contexts(size, None):                # held rows from the rows it does not read
+                unread = np.ones(len(self.context_), bool)
+                unread[m.rows] = False
+                unread = np.random.default_rng(self.random_state).permutation(np.flatnonzero(unread))[:UNREAD_ROUTED]
+                held = held_in_parts(unread, m.local.route(self.context_[unread][:, m.features]),
+                                     len(m.local.parts), None if y is None else y[unread], self.random_state)
+            if held is not None:
+                return held
         if self.blend and self.view is not None:
-            held = held_out_rows(len(self.context_), self.y_ if classification else None, self.random_state)
+            held = held_out_rows(len(self.context_), y, self.random_state)
         if not self._split_member_contexts(size, held):
             held = None
             self._split_member_contexts(size, None)
         return held
+
+    def _one_reads_some(self) -> bool:
+        """Whether one member reads only some of the context rows (the reading budget's cap, or `max_context`): its held
+        rows then come from the rows it does not read, in a few of its parts (`held_in_parts`), and its blend keeps
+        weight 1 unless a lower weight clearly beats it (`choose_blend`: docs/decisions/0024-blend.md)."""
+        return len(self.members_) == 1 and len(self.members_[0].rows) < len(self.context_)
 
     def _split_member_contexts(self, size: int, held: np.ndarray | None) -> bool:
         """Split each member's context rows, less the `held` ones, into local parts of `size` rows, the
@@ -254,7 +271,7 @@ class InContextBase(FEATBase, ABC):
         model."""
         if all(np.isnan(s).all() for _, s in outputs):
             return None
-        return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]))
+        return choose_blend(lambda w: self._row_loss(self._combine(outputs, w), self.y_[held]), self._one_reads_some())
 
     def _unexplained(self) -> float | None:
         """The share of the labels' variance the stacked models leave unexplained out of fold, which sets the prior

@@ -5,7 +5,9 @@ for each binary run, y' = (1 - w) y + w s for regression (w = 0: FEAT alone). A 
 is blended at PRIOR_WEIGHT, or for a regression whose stacked models leave little of the target unexplained out of
 fold at the weight of PRIOR_BANDS (`prior_blend`). A query's blend reads that query's own output and s, so it
 depends on that query alone; at w = 1 the engine does not read the queries (`stacked_alone`: it would change no
-number). docs/decisions/0024-blend.md."""
+number). A member that reads only some context rows (the reading budget's cap) takes its held rows from those it
+does not read, in HELD_PARTS of its parts (`held_in_parts`), and keeps weight 1 unless a lower weight clearly beats it
+(`choose_blend`'s `clear`). docs/decisions/0024-blend.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +21,8 @@ WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)   # the stacked model's weight in the blen
 HELD_SHARE = 8       # one context row in HELD_SHARE is held out of the parts ...
 MIN_HELD = 512       # ... if that makes at least this many (shorter contexts blend at PRIOR_WEIGHT)
 MAX_HELD = 2048      # ... and at most this many
+HELD_PARTS = 64      # where a member reads only some rows, they are drawn from its unread rows in this many of its
+                     # parts (`held_in_parts`): 32 rows a part at MAX_HELD
 # the weight where no rows are held out to choose one (contexts under MIN_HELD x HELD_SHARE rows, or read whole): on
 # contexts of at most 2,048 rows it raised R2 on 58 of 63 tables and probes and lowered it on 5, ROC-AUC on 27 of 51
 # and lowered it on 11 (`bench/blend_weights.py`; docs/decisions/0024-blend.md)
@@ -37,6 +41,24 @@ def _held_count(n: int) -> int:
     would be fewer than MIN_HELD."""
     k = min(MAX_HELD, n // HELD_SHARE)
     return k if k >= MIN_HELD else 0
+
+
+def held_in_parts(rows: np.ndarray, route: np.ndarray, n_parts: int, y: np.ndarray | None,
+                  seed: int | None) -> np.ndarray | None:
+    """Sorted held-out rows for a member that reads only some context rows: of the unread `rows` (each routed to one
+    of its n_parts local parts by `route`), those routed to HELD_PARTS parts drawn at random, at most MAX_HELD of
+    them (class labels y, where given, stratify the draw); None where that makes fewer than MIN_HELD. Reading them
+    reads those parts alone, where rows drawn from the whole context reach every part (a 1M-row fit read 364 parts
+    for 2,048 rows, 44 of its 76 s)."""
+    picked = np.random.default_rng(seed).choice(n_parts, min(n_parts, HELD_PARTS), replace=False)
+    pool = np.flatnonzero(np.isin(route, picked))
+    if len(pool) < MIN_HELD:
+        return None
+    if len(pool) > MAX_HELD:
+        stratify = y is not None and np.unique(y[pool], return_counts=True)[1].min() >= 2
+        _, pool = train_test_split(pool, test_size=MAX_HELD, random_state=seed,
+                                   stratify=y[pool] if stratify else None)
+    return np.sort(rows[pool])
 
 
 def holds_rows(n: int) -> bool:
@@ -97,16 +119,23 @@ class Blend:
                          "out of fold")
             return said
         scores = ", ".join(f"{w:g}: {v:.4f}" for w, v in self.loss.items())
+        kept = "" if min(self.loss, key=self.loss.get) == self.weight else (
+            f"; weight 1 kept, no lower one beating it by {CLEAR_Z:g} standard errors")
         return (f"the output blended with the view's own prediction at weight {self.weight:g}, chosen on "
-                f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores})")
+                f"{self.rows:,} context rows held out of the parts (mean loss by weight: {scores}){kept}")
 
 
-def choose_blend(row_loss: Callable[[float], np.ndarray]) -> Blend:
+def choose_blend(row_loss: Callable[[float], np.ndarray], clear: bool = False) -> Blend:
     """The weight in WEIGHTS whose blend has the lowest mean held-out loss (`row_loss(w)`: one loss per held-out
-    row); ties go to the smaller weight."""
+    row); ties go to the smaller weight. With `clear`, weight 1 unless a lower one beats it clearly (`clear_side`):
+    at weight 1 the predictions read no engine, so there FEAT's own reading is paid for only where the held rows show
+    that it helps."""
     losses = {w: row_loss(w) for w in WEIGHTS}
     mean = {w: float(v.mean()) for w, v in losses.items()}
-    return Blend(min(WEIGHTS, key=lambda w: mean[w]), mean, len(losses[WEIGHTS[0]]))
+    best = min(WEIGHTS, key=lambda w: mean[w])
+    if clear and best < 1.0 and clear_side(row_loss) is not False:
+        best = 1.0
+    return Blend(best, mean, len(losses[WEIGHTS[0]]))
 
 
 def clear_side(row_loss: Callable[[float], np.ndarray]) -> bool | None:
