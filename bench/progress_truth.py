@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 import common as C
-from app_timing import time_left_truth, told_at
-from app_driver import write_wide_csv
+from app_timing import time_left_truth, told_at, write_wide_csv
 
 sys.path.insert(0, str(C.ROOT))
 from app import engine, state  # noqa: E402

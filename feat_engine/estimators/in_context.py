@@ -439,10 +439,10 @@ class InContextBase(FEATBase, ABC):
         """Member m's matrices under labelling `cls`, its fitted target statistics and stacked model applied
         (`run_inputs_`). `held` gives the context row of each query row when the queries are context rows held
         out of the parts: they read their cross-fitted values, whether the member reads them or not."""
-        inputs, order = self.run_inputs_[m.index][cls], self._fit_order(m)
-        every = inputs.context(self.context_[order])            # the context rows' values, out of fold
-        q = inputs.queries(xq, detail) if held is None else every[self._positions(order)[held]]
+        inputs, order, n = self.run_inputs_[m.index][cls], self._fit_order(m), len(m.rows)
+        need = np.arange(n) if held is None else np.concatenate([np.arange(n), self._positions(order)[held]])
+        values = inputs.context(self.context_[order[need]], need)  # the member's rows (then held ones'), out of fold
+        q = inputs.queries(xq, detail) if held is None else values[n:]
         stacked = inputs.stacked       # the blend reads its prediction, recalibrated; the runs, its column clipped
         own = np.full(len(q), np.nan) if stacked is None else stacked.predicted(q[:, 0])
-        return RunMatrices(inputs.clipped(every)[:len(m.rows)], inputs.labels(self._labels(cls)[m.rows]),
-                           inputs.clipped(q), own)
+        return RunMatrices(inputs.clipped(values[:n]), inputs.labels(self._labels(cls)[m.rows]), inputs.clipped(q), own)

@@ -33,12 +33,15 @@ class RunInputs:
         """A run's predictions (of `labels`) in the labels' own units: on the power scale, their means."""
         return pred if self.target is None else self.target.mean_of(pred)
 
-    def context(self, x_ctx: np.ndarray) -> np.ndarray:
+    def context(self, x_ctx: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """The (N, width) matrix of the member's standardised (N, D) context rows: the stacked model's column (when
         there is one), then the member's features with nominal columns as statistics, then the other stacked model's
-        column (when there is one); the stacked models' columns as they predict, which `clipped` makes the runs'."""
-        x = x_ctx if self.stats is None else self.stats.context_matrix(x_ctx)
-        return self._with_stacked(x[:, self.features], *[None if v is None else v.context
+        column (when there is one); the stacked models' columns as they predict, which `clipped` makes the runs'.
+        With `rows`, x_ctx holds only the context rows at those positions (of the rows these inputs were fitted
+        on, in their order), and the cross-fitted values are theirs."""
+        pick = (lambda v: v) if rows is None else (lambda v: v[rows])     # noqa: E731
+        x = x_ctx if self.stats is None else replace(self.stats, context=pick(self.stats.context)).context_matrix(x_ctx)
+        return self._with_stacked(x[:, self.features], *[None if v is None else pick(v.context)
                                                           for v in (self.stacked, self.beside)])
 
     def queries(self, x_query: np.ndarray, detail: UnclippedRows) -> np.ndarray:
