@@ -9,6 +9,7 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 import feat_engine as fe
 from app.numbers import DIGITS, column_format, format_value
 from feat_engine.inference import uses_bf16
-from feat_engine.progress import Progress, StepCounter
+from feat_engine.progress import ENGINE_PACE, SCORING_PACE, Progress, StepCounter
 from feat_engine.reading.read_budget import ReadPlan
 
 LOG = logging.getLogger(__name__)
@@ -80,11 +81,18 @@ def runs_per_member(task: str, params: dict, n_classes: int) -> int:
     return n_classes if one_vs_rest and n_classes > 2 else 1
 
 
-def predict_share(plan: ReadPlan, n_features: int, n_rows: int, runs: int) -> float:
-    """How long predicting n_rows takes against the fit that reads `plan`: the rows the engine predicts (each in
-    every member and run) over the example rows it reads at fit, a row costing about as much either way (decision
-    0006); the fit's own measured pace then gives the seconds (docs/decisions/0038-app.md)."""
-    return n_rows * plan.members * runs / max(1.0, plan.cells / (n_features + 1))
+def predict_seconds(plan: ReadPlan, n_rows: int, runs: int) -> Callable[[bool], float]:
+    """The seconds predicting n_rows after a fit that reads `plan` (`runs` labellings a member) takes, with the
+    engine's reading (True) or the classical models alone (False: a blend at weight 1), at the paces measured so far
+    on this machine, read at each call (`progress.ENGINE_PACE`, `SCORING_PACE`; none measured yet counts 0): each
+    row in every member and labelling, in the engine's cells (a query row costing about what a context row does,
+    decision 0006) and scored by the stacked model (docs/decisions/0038-app.md)."""
+    rows = n_rows * plan.members * runs
+
+    def seconds(engine: bool) -> float:
+        reading = (ENGINE_PACE.seconds(rows * (plan.width + 1)) or 0.0) if engine else 0.0
+        return (SCORING_PACE.seconds(rows) or 0.0) + reading
+    return seconds
 
 
 def _kwargs(params: dict, progress: Progress | None) -> dict:

@@ -14,13 +14,13 @@ import re
 import secrets
 import time
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from feat_engine.progress import BLEND_OPEN, CLASSICAL, SO_FAR
+from feat_engine.progress import BLEND_OPEN, SO_FAR
 
 from . import downloads, engine
 from . import io as aio
@@ -246,16 +246,16 @@ def progress_words(message: str) -> str:
     return message
 
 
-def progress_callback(bar, prefix: str = "", after: float = 0.0):
+def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | None = None):
     """An estimator progress callback that moves an st.progress bar, in an analyst's words (each message after
     `prefix`), with the time left once it can be told (from the share done so far of the current phase: the text
     before the first colon; the engine's share is one of the time, `StepCounter`), before that the time so far.
-    The steps after the phase are expected to take `after` times its engine's seconds: the phase's told length
-    less what its classical-model fits took (the CLASSICAL messages), which the predictions do not repeat. While
-    the fit's blend is open (BLEND_OPEN) they may read no engine at all (weight 1): the time left told is then the
-    harmonic mean of the two outcomes, as far in ratio from either; once the fit says the blend so far clearly
-    points to one (SO_FAR), that one."""
-    clock = {"phase": None, "start": time.monotonic(), "classical": 0.0, "since": None, "blend": None}
+    The steps after the phase take `after(engine)` seconds, asked at each report (the paces measured so far: `engine.
+    predict_seconds`), with the engine's reading or with the classical models alone (a blend at weight 1). The fit
+    says which as things stand (`progress.blend_note`); while it says the blend is open (BLEND_OPEN), the time left
+    told is the harmonic mean of the two outcomes, as far in ratio from either; before it says anything, with the
+    engine's reading."""
+    clock = {"phase": None, "start": time.monotonic(), "blend": None}
 
     def cb(done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
@@ -263,13 +263,8 @@ def progress_callback(bar, prefix: str = "", after: float = 0.0):
         message = prefix + str(message)
         phase = message.split(":", 1)[0]
         if phase != clock["phase"]:
-            clock.update(phase=phase, start=now, classical=0.0, since=None, blend=None)
-        if CLASSICAL[0] in message:
-            clock["since"] = now
-        elif CLASSICAL[1] in message and clock["since"] is not None:
-            clock["classical"] += now - clock["since"]
-            clock["since"] = None
-        elif BLEND_OPEN in message:
+            clock.update(phase=phase, start=now, blend=None)
+        if BLEND_OPEN in message:
             clock["blend"] = "open"
         elif SO_FAR[0] in message or SO_FAR[1] in message:
             clock["blend"] = SO_FAR[1] in message        # True: the predictions read no engine
@@ -277,10 +272,11 @@ def progress_callback(bar, prefix: str = "", after: float = 0.0):
         elapsed = now - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:
             left = elapsed * (1 - frac) / frac
-            rest = 0.0 if clock["blend"] is True else after * max(0.0, elapsed / frac - clock["classical"])
-            if clock["blend"] == "open":
-                rest = left * rest / (2 * left + rest) if rest else 0.0
-            text += f" (about {seconds_text(left + rest)} left)"
+            if after is not None:
+                alone, read = left + after(False), left + after(True)
+                left = alone if clock["blend"] is True else 2 * alone * read / (alone + read) \
+                    if clock["blend"] == "open" else read
+            text += f" (about {seconds_text(left)} left)"
         elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
             text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])

@@ -18,6 +18,7 @@ import torch
 
 from .config import ModelConfig, PriorConfig
 from .errors import CheckpointError
+from .inference import warm_up
 from .model import FEAT
 from .model.edge_head import EdgeHead
 
@@ -86,7 +87,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
 def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.device = "cpu") -> tuple[FEAT, dict[str, Any]]:
     """Build the model from a checkpoint (a file, a shipped one's name, or None for the default) in eval mode,
-    fp32 weights."""
+    fp32 weights, its first read made (`inference.warm_up`)."""
     path = checkpoint_path(path)
     blob = read_checkpoint(path)
     model = FEAT(ModelConfig.from_dict(blob["config"]))
@@ -95,7 +96,9 @@ def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.d
         model.load_state_dict(sd)
     except RuntimeError as e:
         raise CheckpointError(f"checkpoint {path}: weights do not match its config ({str(e).splitlines()[0]})") from None
-    return model.to(device).eval(), blob["meta"]
+    model = model.to(device).eval()
+    warm_up(model, device)
+    return model, blob["meta"]
 
 
 def edge_head_path(checkpoint: str | os.PathLike | None = None) -> Path:

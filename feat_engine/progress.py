@@ -10,14 +10,49 @@ Progress = Callable[[int, int, str], None]
 """A progress callback: (done, total, message)."""
 
 SCALE = 1_000_000   # a stream of runs of two kinds reports its share done in millionths
+TOLD_SHARE = 0.1    # a run under way is weighed by its own pace once it has told this share of itself
 
-# What a fit's progress says that an app telling the time left can read (app/state.py): a classical-model fit's start
-# and end, whose seconds the predictions do not repeat; and, while the held-out rows are read (`InContextBase.
-# _held_output`), after each chunk of them, whether FEAT's reading has so far clearly improved on the classical
-# models' (the predictions will read the engine), clearly not (weight 1: they will not), or neither yet (BLEND_OPEN)
+# What a fit's progress says of its classical models' fit (its start and end), and what an app telling the time left
+# can read (app/state.py): from the start of a fit that chooses its blend on held-out rows, and after each chunk of
+# them it reads (`InContextBase._held_output`), whether the predictions will read the engine as things stand: yes
+# (FEAT's reading has so far clearly improved on the classical models'), no (weight 1: it has not), or not known yet
+# (BLEND_OPEN: a blend that takes the best weight, whichever side it falls)
 CLASSICAL = ("fitting the classical models", "classical models fitted")
 BLEND_OPEN = "comparing FEAT with the classical models on example rows held out of its reading"
-SO_FAR = ("so far FEAT adds to the classical models", "so far the classical models alone do best")
+SO_FAR = ("so far FEAT adds to the classical models", "so far FEAT has not clearly improved on the classical models")
+
+
+def blend_note(side: bool | None, clear: bool) -> str:
+    """What a fit says of its blend: SO_FAR[side] for the side the held rows read so far clearly choose (True: the
+    stacked models alone; `blend.clear_side`), BLEND_OPEN for neither; but where the blend keeps them alone unless
+    clearly beaten (`clear`: `choose_blend(clear=True)`), neither is SO_FAR[True]."""
+    side = True if side is None and clear else side
+    return BLEND_OPEN if side is None else SO_FAR[side]
+
+
+class Pace:
+    """Seconds per unit of work (a cell the engine reads, a row a classical model scores) of this process's latest
+    runs of one kind on this machine: the runs' seconds over their units, each new run halving the weight of those
+    before it, so that the pace follows the machine's load. `seconds(units)` is None until a run is measured. What
+    tells the time left reads it (`StepCounter`, the app's Predict view)."""
+
+    def __init__(self):
+        self._seconds, self._units, self._lock = 0.0, 0.0, threading.Lock()
+
+    def add(self, seconds: float, units: float) -> None:
+        """Measure one run: `units` of work in `seconds`."""
+        if units > 0 and seconds > 0:
+            with self._lock:
+                self._seconds, self._units = self._seconds / 2 + seconds, self._units / 2 + units
+
+    def seconds(self, units: float) -> float | None:
+        """The seconds `units` of work take at the pace measured so far; None before any measure."""
+        with self._lock:
+            return None if self._units == 0 else units * self._seconds / self._units
+
+
+ENGINE_PACE = Pace()     # the engine's seconds per cell (rows read x the member's features + 1): `runner.member_output`
+SCORING_PACE = Pace()    # a stacked model's seconds per row scored: `stacked_model._score`
 
 
 class StepCounter:
@@ -26,19 +61,23 @@ class StepCounter:
     thread that made the counter calls, and the stream never moves back.
 
     `fits` of the n_runs are fits of the classical models rather than engine runs. Each kind then takes its
-    share of the stream from the seconds its runs have taken so far on this machine (a kind not timed yet: the
-    other's), re-estimated as runs end, so that the share done is a share of the time and the time left can be
-    told from it. A run's seconds are the clock's, shared evenly among the runs under way at each moment
-    (`map_runs`' workers run several at once). Runs of one kind count equally:
-    (i * total + done, n_runs * total) for run i."""
+    share of the stream from the seconds its runs take on this machine, re-estimated as runs go, so that the share
+    done is a share of the time and the time left can be told from it: the mean of its runs ended; before one has,
+    for the engine runs the `engine_s` seconds expected of them all (`ENGINE_PACE`), for a fit under way its length
+    at the pace it goes (`_length`); else what the other kind's runs take. A run's seconds are the clock's, shared
+    evenly among the runs under way at each moment (`map_runs`' workers run several at once). Runs of one kind
+    count equally: (i * total + done, n_runs * total) for run i."""
 
-    def __init__(self, progress: Progress | None, n_runs: int, fits: int = 0):
+    def __init__(self, progress: Progress | None, n_runs: int, fits: int = 0, engine_s: float | None = None):
         self.progress, self.n_runs, self.run = progress, n_runs, 0
         self._planned = {"fit": fits, "run": n_runs - fits}
         self._mixed = 0 < fits < n_runs                       # two kinds to weigh; else every run counts alike
         self._made = {"fit": 0, "run": 0}                     # callbacks made so far, by kind
         self._timed = {"fit": [0.0, 0], "run": [0.0, 0]}      # seconds and runs ended, by kind
+        self._expected = None if not engine_s else engine_s / max(n_runs - fits, 1)     # an engine run's seconds
         self._clock: dict[int, float] = {}                    # seconds of the clock each run under way has had
+        self._within: dict[int, tuple[str, float, float, float]] = {}   # each run under way's kind, share done, and
+                                                              # clock and share at its first report of a share
         self._last = 0.0                                      # when the clock was last shared out
         self._owner, self._lock, self._shown, self._pending = threading.get_ident(), threading.Lock(), -1.0, None
 
@@ -61,10 +100,16 @@ class StepCounter:
                 if not began[0]:
                     began[0] = True
                     self._clock[i] = 0.0
-                if total and done >= total and i in self._clock:
-                    self._timed[kind][0] += self._clock.pop(i)
-                    self._timed[kind][1] += 1
-                frac = self._share(i, kind, before, done / total if total else 1.0)
+                within = done / total if total else 1.0
+                if i in self._clock:
+                    if within > 0:
+                        first = self._within.get(i, (kind, within, self._clock[i], within))[2:]
+                        self._within[i] = (kind, within, *first)
+                    if total and done >= total:
+                        self._timed[kind][0] += self._clock.pop(i)
+                        self._timed[kind][1] += 1
+                        self._within.pop(i, None)
+                frac = self._share(i, kind, before, within)
                 if frac < self._shown:
                     return
                 self._shown = frac
@@ -91,9 +136,29 @@ class StepCounter:
         if not self._mixed:
             return (i + within) / max(self.n_runs, 1)
         mean = {k: s / n for k, (s, n) in self._timed.items() if n and s > 0}
+        if "run" not in mean and self._expected:
+            mean["run"] = self._expected
+        for k in set(self._timed) - set(mean):
+            under = [t for t in (self._length(j) for j, told in self._within.items() if told[0] == k) if t]
+            if under:
+                mean[k] = max(under)
+                if kind == k and i in self._within:      # its share done: of that length, the clock's
+                    within = min(1.0, self._clock[i] / mean[k])
         weight = {k: mean.get(k, sum(mean.values()) / len(mean) if mean else 1.0) for k in self._timed}
         total = sum(weight[k] * max(self._planned[k], self._made[k]) for k in weight)
         return min(1.0, (sum(weight[k] * n for k, n in before.items()) + weight[kind] * within) / total)
+
+    def _length(self, i: int) -> float | None:
+        """The seconds run i under way will take in all, once it has told TOLD_SHARE of itself: its clock so far, and
+        the share still to do at the pace of the share told since its first report of one (what came before, set-up,
+        is not told in shares); where that first report told TOLD_SHARE at once, its clock over its share. None
+        before: a tree model's first rounds go slower than its later ones (1.7 times on the 1M walk's table), and a
+        fit's length told from them read 1.5 times the truth."""
+        _, within, clock0, within0 = self._within[i]
+        clock = self._clock[i]
+        if within - within0 >= TOLD_SHARE:
+            return clock + (1 - within) * (clock - clock0) / (within - within0)
+        return clock / within if within0 >= TOLD_SHARE else None
 
     def drop(self, runs: int) -> None:
         """Take `runs` planned engine runs out of the stream: runs found not to be needed (a member read for its

@@ -712,20 +712,15 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     now[0] += 12
     cb(0, 4, "predicting: member 1/4: fitting the classical models")   # nothing to tell the time left from yet
     assert shown[4][1].endswith("(12 s so far)")
-    # the steps after a phase take `after` times its engine's seconds: its told length less its classical fits
-    cb = state.progress_callback(Bar(), after=0.4)
+    # the steps after a phase take after(engine) seconds, with the engine's reading until the fit says otherwise
+    cb = state.progress_callback(Bar(), after=lambda engine: 20.0 if engine else 2.0)
     cb(0, 10, "learning: member 1/1: fitting the classical models on the context")
     now[0] += 10
-    cb(5, 10, "learning: member 1/1: classical models fitted")      # half in 10 s, all classical: 10 s + 0.4 x 10 s
-    now[0] += 10
-    cb(8, 10, "learning: member 1/1, part 3/4: encoding 100 context rows")     # 5 s + 0.4 x (25 s - 10 s)
-    assert shown[-2][1].endswith("(about 14 s left)") and shown[-1][1].endswith("(about 11 s left)")
-    # while the fit chooses its blend, the predictions may read no engine: 10 s of the fit left and 20 s of them, or
-    # none: the harmonic mean of 10 s and 30 s, then the outcome the fit's blend so far points to
-    cb = state.progress_callback(Bar(), after=1.0)
-    cb(0, 10, f"learning: {BLEND_OPEN}")
-    now[0] += 10
-    for said, left in [("member 1/1, part 2/4", 15), (SO_FAR[1], 10), (SO_FAR[0], 30)]:
+    cb(5, 10, "learning: member 1/1: fitting the classical models (1 of 6 tree fits)")
+    assert shown[-1][1].endswith("(about 30 s left)")                  # 10 s of the fit, then 20 s
+    # while the fit's blend is open the predictions may read no engine: 10 + 2 s or 10 + 20 s, their harmonic mean;
+    # then the outcome the fit's blend so far points to
+    for said, left in [(BLEND_OPEN, 17), ("member 1/1, part 2/4", 17), (SO_FAR[1], 12), (SO_FAR[0], 30)]:
         cb(5, 10, f"learning: {said}")
         assert shown[-1][1].endswith(f"(about {left} s left)")
 

@@ -89,7 +89,8 @@ def test_one_member_reading_some_rows_holds_out_unread_rows_in_a_few_parts(monke
     """`held_in_parts`: of 4,000 unread rows in 50 parts, those of HELD_PARTS parts (all 50 here), MAX_HELD of them
     stratified; of 10 parts, their 800 rows; of 4 parts, 320 rows: too few. A member that reads 3,000 of 10,000
     context rows (`max_context`) takes its held rows so from the 7,000 it does not read: their engine runs read 4
-    parts where HELD_PARTS is 4, and a query's prediction depends on that query alone."""
+    parts where HELD_PARTS is 4, and a query's prediction depends on that query alone. Its blend keeps the stacked
+    models alone unless FEAT clearly improves on them, so its progress says so from the start, never "open"."""
     import feat_engine.estimators.in_context as in_context
     import feat_engine.reading.blend as blend
 
@@ -109,10 +110,13 @@ def test_one_member_reading_some_rows_holds_out_unread_rows_in_a_few_parts(monke
     rng = np.random.default_rng(3)
     X = rng.normal(size=(10_100, 4))
     target = X[:, 0] + 0.1 * rng.normal(size=10_100)
-    reg = FEATRegressor(n_estimators=1, local_context=256, view="additive", max_context=3000).fit(X[:10_000],
-                                                                                             target[:10_000])
+    told = []
+    reg = FEATRegressor(n_estimators=1, local_context=256, view="additive", max_context=3000,
+                        progress=lambda done, total, msg: told.append(msg)).fit(X[:10_000], target[:10_000])
     assert reg.blend_.rows == len(drawn[0]) >= 512 and not np.isin(drawn[0], reg.members_[0].rows).any()
     assert sum(read) == 4
+    notes = [m for m in told if BLEND_OPEN in m or SO_FAR[0] in m or SO_FAR[1] in m]
+    assert notes[0] == told[0] == SO_FAR[1] and BLEND_OPEN not in notes and len(notes) == 2
     full = reg.predict(X[10_000:])
     np.testing.assert_allclose(np.concatenate([reg.predict(X[10_000 + i:10_001 + i]) for i in range(3)]), full[:3],
                                rtol=1e-6, atol=1e-9)

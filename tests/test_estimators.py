@@ -770,9 +770,12 @@ def test_kept_states_respect_their_budget_and_never_travel_in_a_pickle():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(X[250:]), pred)
 
 
-def test_fit_reports_progress_while_it_fits_the_classical_models():
+def test_fit_reports_progress_while_it_fits_the_classical_models(monkeypatch):
     """The cross-fitted classical models are most of a short table's fit: `fit` reports each one's start and end,
-    one per labelling where the members share them, so a progress bar moves before the first engine run."""
+    one per labelling where the members share them, and each fit of the tree model's folds where they are fitted in
+    turn (past SIDE_BY_SIDE_ROWS rows), so a progress bar moves before the first engine run."""
+    from feat_engine.reading import stacked_model
+    monkeypatch.setattr(stacked_model, "SIDE_BY_SIDE_ROWS", 0)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
     y = np.digitize(X[:, 0], [-0.5, 0.5])                          # three classes: one run per class
@@ -780,10 +783,28 @@ def test_fit_reports_progress_while_it_fits_the_classical_models():
     FEATClassifier(n_estimators=2, progress=lambda d, t, m: seen.append((d, t, m))).fit(X, y)
     assert [m.split(":")[0] for d, t, m in seen if "fitted" in m][-1] == "all members, class 3/3"
     assert seen[0] == (0, 3, "all members, class 1/3: fitting the classical models on the context")
-    assert seen[-1][:2] == (3, 3) and all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert seen[-1][:2] == (3, 3) and all(a[0] / a[1] <= b[0] / b[1] for a, b in zip(seen, seen[1:]))
+    folds = [m for d, t, m in seen if m.startswith("all members, class 1/3") and "tree fits" in m]
+    assert folds and folds[-1].endswith("(5 of 6 tree fits)")        # FOLDS folds, then the whole fit
     seen.clear()
     FEATRegressor(n_estimators=2, view=None, progress=lambda d, t, m: seen.append((d, t, m))).fit(X, X[:, 1])
     assert seen[-1][:2] == (2, 2)                                   # the members' two scales of the target
+
+
+def test_the_engines_pace_is_measured_in_the_cells_its_runs_read(monkeypatch):
+    """Each read of a member's local parts adds its seconds and cells to `ENGINE_PACE`: the cells `count_cells`
+    plans for the same routes (the parts reached and the queries routed there, times the features + 1)."""
+    from feat_engine.estimators import runner
+    from feat_engine.progress import Pace
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2300, 3))
+    y = X[:2000, 0] + rng.normal(size=2000)
+    reg = FEATRegressor(n_estimators=1, local_context=256, view=None, blend=False).fit(X[:2000], y)
+    monkeypatch.setattr(runner, "ENGINE_PACE", pace := Pace())
+    reg.predict(X[2000:])
+    routes = reg._query_rows(X[2000:])[2]
+    assert pace._units == runner.count_cells(reg.members_, routes, reg.device) > 300 * 4
+    assert pace.seconds(1) > 0
 
 
 def test_masked_attributions_rank_the_features_that_make_the_target():

@@ -488,6 +488,51 @@ def test_step_counter_weighs_fits_and_engine_runs_by_the_seconds_they_took(monke
     assert seen[-1] == pytest.approx(11.5 / 12) and seen == sorted(seen)
 
 
+def test_step_counter_weighs_a_fit_under_way_and_engine_runs_not_timed_yet_by_what_it_knows(monkeypatch):
+    """A classical-model fit that has told under TOLD_SHARE of itself is not weighed by its pace yet; one that tells a
+    sixth done after 4 s (its set-up told no share) and a third after 7 s goes at 18 s a whole: 19 s in all; the 4
+    engine runs planned after it, not timed yet, take the 6 s expected of them (`engine_s`, from the pace measured so
+    far). Once the fit and a run end, what they took replaces both."""
+    import feat_engine.progress as fp
+    now, seen = [0.0], []
+    monkeypatch.setattr(fp.time, "monotonic", lambda: now[0])
+    early = fp.StepCounter(lambda d, t, m: seen.append(d / t), 5, fits=1, engine_s=6.0)
+    fit = early.callback("member 1/1", fit=True)
+    fit(0, 3, "fitting")
+    now[0] = 2.0
+    fit(0.03, 3, "rounds")                   # under TOLD_SHARE of itself: its length is not told from that yet
+    assert seen[-1] < 0.05
+    now[0], seen[:] = 0.0, []
+    steps = fp.StepCounter(lambda d, t, m: seen.append(d / t), 5, fits=1, engine_s=6.0)
+    fit = steps.callback("member 1/1", fit=True)
+    fit(0, 3, "fitting")
+    now[0] = 4.0
+    fit(0.5, 3, "half a tree fit")
+    assert seen[-1] == pytest.approx(4 / (24 + 6), abs=1e-6)                 # one share told: the clock over it
+    now[0] = 7.0
+    fit(1, 3, "1 of 3 tree fits")
+    assert seen[-1] == pytest.approx(7 / (19 + 6), abs=1e-6)
+    now[0] = 20.0
+    fit(3, 3, "fitted")
+    assert seen[-1] == pytest.approx(20 / 26, abs=1e-6)
+    run = steps.callback("member 1/1, part 1/4")
+    run(0, 1, "encoding")
+    now[0] = 21.0
+    run(1, 1, "done")                                  # 1 s a run, not 1.5: 21 s of 20 + 4 x 1
+    assert seen[-1] == pytest.approx(21 / 24, abs=1e-6)
+
+
+def test_a_pace_is_the_seconds_per_unit_of_the_latest_runs():
+    """`Pace`: nothing before a measure; then the runs' seconds over their units, the earlier ones halved at each."""
+    from feat_engine.progress import Pace
+    pace = Pace()
+    assert pace.seconds(10) is None
+    pace.add(2.0, 100)
+    assert pace.seconds(50) == pytest.approx(1.0)
+    pace.add(1.0, 100)                                  # (2 / 2 + 1) s over (100 / 2 + 100) units
+    assert pace.seconds(150) == pytest.approx(2.0)
+
+
 def test_step_counter_drops_runs_found_not_needed(monkeypatch):
     """A fit of 2 s and 4 planned runs of 1 s, two of them dropped: after the other two the stream is done."""
     steps, now, seen = _counter_after_a_fit(monkeypatch, 5, 2.0)

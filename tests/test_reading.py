@@ -271,13 +271,13 @@ def test_the_reading_budget_lowers_members_first_then_rows():
     fit (never fewer than two parts, so it still reads local parts); one-vs-rest classes count once each."""
     one = context_cells(10_000, 20, 1, 1024)
     assert one == 10_000 * 21 * OVERLAP and context_cells(1_000, 20, 1, 1024) == 1_000 * 21
-    assert plan_reading(10_000, 20, 1, 4, None, 1024, 4 * one) == ReadPlan(4, 10_000, 4 * one, False)
-    assert plan_reading(10_000, 20, 1, 4, None, 1024, 2 * one + 5) == ReadPlan(2, 10_000, 2 * one, True)
+    assert plan_reading(10_000, 20, 1, 4, None, 1024, 4 * one) == ReadPlan(4, 10_000, 4 * one, False, 20)
+    assert plan_reading(10_000, 20, 1, 4, None, 1024, 2 * one + 5) == ReadPlan(2, 10_000, 2 * one, True, 20)
     capped = plan_reading(10_000, 20, 1, 4, None, 1024, one // 2)
     assert capped.members == 1 and capped.rows == 5_000 and capped.cells <= one // 2 and capped.capped
     assert plan_reading(10_000, 20, 2, 4, None, 1024, one).rows == 5_000          # two labellings (classes)
     assert plan_reading(10_000, 20, 1, 4, None, 1024, 10).rows == 2_048          # two parts at least
-    assert plan_reading(10_000, 20, 1, 4, 3_000, 1024, None) == ReadPlan(4, 3_000, 4 * 3_000 * 21 * 2, False)
+    assert plan_reading(10_000, 20, 1, 4, 3_000, 1024, None) == ReadPlan(4, 3_000, 4 * 3_000 * 21 * 2, False, 20)
 
 
 def test_a_budget_capped_fit_reads_fewer_rows_and_fits_the_stacked_model_on_every_row(monkeypatch):

@@ -173,7 +173,7 @@ if submitted:
             fitted, first, refine = None, None, ""
             plan = engine.reading_plan(task, params, len(tr), X_tr.shape[1], n_classes)
             # the time left told while FEAT learns counts the predictions after it
-            after = engine.predict_share(plan, X_tr.shape[1], len(te), engine.runs_per_member(task, params, n_classes))
+            after = engine.predict_seconds(plan, len(te), engine.runs_per_member(task, params, n_classes))
             if est is None and len(tr) > engine.FIRST_ANSWER_ROWS:    # a kept fit (same data, settings) is reused
                 first = engine.first_answer(X_tr, y_tr, X_te, task, params, state.progress_callback(bar))
                 _show_first_answer(first, len(tr), plan, y_all.iloc[te] if mode == "Evaluate" else None,

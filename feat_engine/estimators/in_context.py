@@ -16,7 +16,7 @@ from ..errors import FEATDataWarning, FEATInputError
 from ..inference import StateCache
 from ..model import FEAT
 from ..preprocess import UnclippedRows
-from ..progress import BLEND_OPEN, CLASSICAL, SO_FAR, Progress, StepCounter
+from ..progress import CLASSICAL, Progress, StepCounter, blend_note
 from ..reading.blend import (HELD_SHARE, MIN_HELD, Blend, choose_blend, clear_side, held_in_parts, held_out_rows,
                               holds_rows, prior_blend, stacked_alone)
 from ..reading.coded_levels import coded_level_columns
@@ -24,7 +24,8 @@ from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, SURE_ONES, Member, MemberChoice,
-                               content_order, plan_members, planned_members, prediction_change)
+                               content_order, plan_members, planned_members, positions,
+                               prediction_change)
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
 from ..reading.run_inputs import RunInputs, fit_run_inputs
@@ -119,9 +120,8 @@ class InContextBase(FEATBase, ABC):
                                      self.relevance_ if d > width else None)
         held = self._split_contexts(size, classification) if local else None
         routes = None if held is None else self._routes(self.context_[held])
-        blend_runs = 0 if held is None else (runner.count_runs(self.members_, routes, self.device)
-                                             * len(self._ovr_classes()))
-        steps = StepCounter(self.progress, self._n_fits() + blend_runs, self._n_fits())     # the fits and the blend
+        steps = runner.fit_steps(self.progress, self.members_, routes, self.device, len(self._ovr_classes()),
+                                 self._n_fits())
         self._states = StateCache()
         self.member_choice_, self.blend_ = None, None
         if held is None:
@@ -223,9 +223,12 @@ class InContextBase(FEATBase, ABC):
         rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read; after SURE_ONES in a row
         chose weight 1, read for their stacked models alone (every member has them where the first has: they are
         fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only
-        context rows are read, so the number of members never depends on the query rows."""
+        context rows are read, so the number of members never depends on the query rows. Where the runs have stacked
+        models, `steps` is told from the start whether the predictions would read the engine (`progress.blend_note`)."""
         xq, own, alone, shared = self.context_[held], detail[held], self._fits_alone(), {}
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
+        if self._one_target(self._ovr_classes()[0], classification):         # the runs have stacked models
+            steps.note(blend_note(None, self._one_reads_some()))        # whether the predictions read the engine
         for m, route in zip(self.members_, routes):
             if settled := ones >= SURE_ONES:             # its engine runs, planned in `steps`, will not run
                 steps.drop(runner.count_runs([m], [route], self.device) * len(self._ovr_classes()))
@@ -249,11 +252,10 @@ class InContextBase(FEATBase, ABC):
                      before: list[tuple[np.ndarray, np.ndarray]], steps: StepCounter) -> tuple[np.ndarray, np.ndarray]:
         """Member m's `_member_output` for the `held` rows xq, read in chunks of its local parts (`runner.part_chunks`:
         the same runs); after each chunk, `steps` is told whether the blend on the rows read so far, with the outputs
-        of the members `before`, clearly keeps the stacked models alone or not (`progress.SO_FAR`, `blend.clear_side`),
-        or neither (`progress.BLEND_OPEN`)."""
+        of the members `before`, clearly keeps the stacked models alone or not (`blend.clear_side`), in the words of
+        `progress.blend_note`."""
         if route is None or all(r.stacked is None for inputs in self.run_inputs_ for r in inputs.values()):
             return self._member_output(m, route, xq, own, held, steps)        # one read; no blend to tell of
-        steps.note(BLEND_OPEN)
         chunks, out = runner.part_chunks(route, self.device), None
         for i, rows in enumerate(chunks):
             got = self._member_output(m, route[rows], xq[rows], own[rows], held[rows], steps)
@@ -263,7 +265,7 @@ class InContextBase(FEATBase, ABC):
             read = np.concatenate(chunks[:i + 1])
             outs = [(p[read], s[read]) for p, s in [*before, out]]
             side = clear_side(lambda w: self._row_loss(self._combine(outs, w), self.y_[held[read]]))
-            steps.note(BLEND_OPEN if side is None else SO_FAR[side])
+            steps.note(blend_note(side, self._one_reads_some()))
         return out
 
     def _choose_blend(self, outputs: list[tuple[np.ndarray, np.ndarray]], held: np.ndarray) -> Blend | None:
@@ -322,10 +324,10 @@ class InContextBase(FEATBase, ABC):
         power, name, order = self._power(m), f"member {m.index + 1}/{len(self.members_)}", self._fit_order(m)
         beside = self._beside(len(m.features), held)
         if alone:
-            own, read = detail[order], self._positions(order)[held] if held_only else None
+            own, read = detail[order], positions(order)[held] if held_only else None
             if not held_only and len(m.rows) < len(self.context_):
                 read = np.arange(len(m.rows)) if held is None else np.union1d(np.arange(len(m.rows)),
-                                                                              self._positions(order)[held])
+                                                                              positions(order)[held])
             return {cls: self._fit_run_inputs(order, m.features, m.seed, power, cls, own, classification, steps, name,
                                               read, beside)
                     for cls in self._ovr_classes()}
@@ -337,13 +339,6 @@ class InContextBase(FEATBase, ABC):
                                                           beside)
             mine[cls] = shared[cls, power].reordered(order, m.features)
         return mine
-
-    @staticmethod
-    def _positions(order: np.ndarray) -> np.ndarray:
-        """Each context row's position in a member's fit `order` (`_fit_order`)."""
-        at = np.empty(len(order), np.int64)
-        at[order] = np.arange(len(order))
-        return at
 
     def _fit_order(self, m: Member) -> np.ndarray:
         """Every context row: member m's rows in its order, then those it does not read, in table order."""
@@ -357,18 +352,23 @@ class InContextBase(FEATBase, ABC):
         """The target statistics (where the labels are one target: numbers, or 0/1) and stacked model of the
         context `rows` (with their `detail`) under labelling `cls`, for a member reading `features`, out of fold for
         the `read` ones of them (None: all), with `beside` the other kind's model too (`_beside`); its start and end
-        reported to `steps` under `name`."""
+        reported to `steps` under `name`, and each fit of the tree model's folds."""
         say = steps.callback(name if cls is None else f"{name}, class {cls + 1}/{len(self._ovr_classes())}", fit=True)
         if say is not None:
             say(0, 1, f"{CLASSICAL[0]} on the context")
         labels = self._labels(cls)[rows]
-        single = not classification or cls is not None or self.y_.max(initial=0) <= 1    # classes 0..k-1: k <= 2
-        nominal = self.preprocessor_.nominal_ if single else np.empty(0, np.int64)
+        nominal = self.preprocessor_.nominal_ if self._one_target(cls, classification) else np.empty(0, np.int64)
+        tick = None if say is None else lambda k, n: say(k, n, f"{CLASSICAL[0]} ({int(k)} of {n} tree fits)")
         inputs = fit_run_inputs(self.context_[rows], detail, labels, features, nominal, classification, self.view,
-                                seed, power, torch.get_num_threads(), read, beside)
+                                seed, power, torch.get_num_threads(), read, beside, tick)
         if say is not None:
             say(1, 1, CLASSICAL[1])
         return inputs
+
+    def _one_target(self, cls: int | None, classification: bool) -> bool:
+        """Whether the labels under labelling `cls` are one target (numbers, or 0/1), which target statistics and a
+        stacked model read: classes 0..k-1 are, where k <= 2."""
+        return not classification or cls is not None or self.y_.max(initial=0) <= 1
 
     def _power(self, m: Member) -> tuple[float, float] | None:
         """The (origin, scale) of the labels of a member that reads them on their power scale; None: as they are."""
@@ -440,7 +440,7 @@ class InContextBase(FEATBase, ABC):
         (`run_inputs_`). `held` gives the context row of each query row when the queries are context rows held
         out of the parts: they read their cross-fitted values, whether the member reads them or not."""
         inputs, order, n = self.run_inputs_[m.index][cls], self._fit_order(m), len(m.rows)
-        need = np.arange(n) if held is None else np.concatenate([np.arange(n), self._positions(order)[held]])
+        need = np.arange(n) if held is None else np.concatenate([np.arange(n), positions(order)[held]])
         values = inputs.context(self.context_[order[need]], need)  # the member's rows (then held ones'), out of fold
         q = inputs.queries(xq, detail) if held is None else values[n:]
         stacked = inputs.stacked       # the blend reads its prediction, recalibrated; the runs, its column clipped

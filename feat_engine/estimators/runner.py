@@ -7,6 +7,7 @@ queries, so a query's prediction never depends on the other query rows (docs/dec
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -17,7 +18,7 @@ from ..config import InferenceConfig
 from ..inference import StateCache, map_runs, run, run_tables, tables_per_run
 from ..model import FEAT
 from ..preprocess import standardise
-from ..progress import Progress, StepCounter
+from ..progress import ENGINE_PACE, Progress, StepCounter
 from ..reading.local_parts import LocalContexts
 from ..reading.members import Member
 from ..reading.quantile_transform import quantile_normal
@@ -77,12 +78,39 @@ def count_runs(members: list[Member], routes: list[np.ndarray | None], device: s
                for m, r in zip(members, routes))
 
 
+def fit_steps(progress: Progress | None, members: list[Member], routes: list[np.ndarray] | None, device: str,
+              labellings: int, fits: int) -> StepCounter:
+    """One progress stream over a fit's `fits` classical-model fits and the engine runs that read its held rows
+    (each member's `routes`, None where none are held, under each of `labellings`), these expected to take the
+    seconds `ENGINE_PACE` gives their cells until one is timed."""
+    if routes is None:
+        return StepCounter(progress, fits, fits)
+    runs, cells = count_runs(members, routes, device), count_cells(members, routes, device)
+    return StepCounter(progress, fits + runs * labellings, fits, ENGINE_PACE.seconds(cells * labellings))
+
+
+def count_cells(members: list[Member], routes: list[np.ndarray], device: str) -> int:
+    """Cells those runs read (`ENGINE_PACE`'s unit): the rows of each batch of parts reached and the queries
+    routed there, times the member's features + 1."""
+    return sum(_cells(m, part_batches(np.unique(r), len(m.local.parts), device), len(r))
+               for m, r in zip(members, routes))
+
+
+def _cells(member: Member, batches: list[range], queries: int) -> int:
+    """Cells the member's runs on these batches of its local parts read, with `queries` rows routed to them."""
+    return (sum(len(member.local.parts[p]) for b in batches for p in b) + queries) * (len(member.features) + 1)
+
+
 def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, labels: np.ndarray, q: np.ndarray,
                   steps: StepCounter) -> np.ndarray:
     """The member's output for every query row of q: one engine run on its whole context (route None), or one per
-    batch of the local parts that some query row is routed to, the batches on all cores (`map_runs`)."""
+    batch of the local parts that some query row is routed to, the batches on all cores (`map_runs`). The seconds
+    per cell read go to `ENGINE_PACE`."""
+    began = time.monotonic()
     if route is None:
-        return engine_call(run, [ctx], [labels], [q], steps.callback(run.name))[0]
+        out = engine_call(run, [ctx], [labels], [q], steps.callback(run.name))[0]
+        ENGINE_PACE.add(time.monotonic() - began, (len(ctx) + len(q)) * (len(run.member.features) + 1))
+        return out
     local: LocalContexts = run.member.local
     order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
     parts, starts = np.unique(route[order], return_index=True)
@@ -97,6 +125,7 @@ def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, lab
     for p, r in zip([p for b in batches for p in b], outs):
         if p in asked:
             out[asked[p]] = r
+    ENGINE_PACE.add(time.monotonic() - began, _cells(run.member, batches, len(q)))
     return out
 
 

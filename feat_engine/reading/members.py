@@ -46,6 +46,13 @@ def content_order(X: pd.DataFrame, y: np.ndarray) -> np.ndarray:
     return np.argsort(key ^ (label * np.uint64(0x9E3779B97F4A7C15)), kind="stable")
 
 
+def positions(order: np.ndarray) -> np.ndarray:
+    """Each context row's position in a member's fit `order` (a permutation of the rows): its inverse, in O(N)."""
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order))
+    return at
+
+
 def plan_members(
     n_rows: int, n_features: int, n_estimators: int, max_features: int,
     max_context: int | None, random_state: int | None, relevance: np.ndarray | None = None,

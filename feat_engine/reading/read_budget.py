@@ -17,12 +17,13 @@ READ_CELLS = 8_000_000   # context cells the estimators' engine runs read at mos
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """What the engine reads of a context: `members` members of `rows` context rows each."""
+    """What the engine reads of a context: `members` members of `rows` context rows each, `width` features each."""
 
     members: int
     rows: int
     cells: int              # context cells those runs read, by `context_cells`
     capped: bool            # the budget lowered the members or the rows
+    width: int              # features each run reads
 
     def describe(self, n_rows: int) -> str:
         """One phrase for the estimator's reading sentence."""
@@ -48,11 +49,11 @@ def plan_reading(n_rows: int, width: int, runs: int, n_estimators: int, max_cont
     rows = n_rows if max_context is None else min(n_rows, max_context)
     one = context_cells(rows, width, runs, part_rows)
     if budget is None or n_estimators * one <= budget:
-        return ReadPlan(n_estimators, rows, n_estimators * one, False)
+        return ReadPlan(n_estimators, rows, n_estimators * one, False, width)
     if one <= budget:
         members = max(1, budget // one)
-        return ReadPlan(members, rows, members * one, True)
+        return ReadPlan(members, rows, members * one, True, width)
     per_row = one / rows
     fit = max(int(budget / per_row), 2 * (part_rows or 0), 1)
     fit = min(fit, rows)
-    return ReadPlan(1, fit, context_cells(fit, width, runs, part_rows), True)
+    return ReadPlan(1, fit, context_cells(fit, width, runs, part_rows), True, width)

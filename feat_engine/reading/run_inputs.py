@@ -11,7 +11,7 @@ import numpy as np
 
 from ..preprocess import CLIP, UnclippedRows
 from .power_target import PowerTarget, fit_power_target
-from .stacked_model import StackedModel, fit_stacked_models
+from .stacked_model import StackedModel, Tick, fit_stacked_models
 from .target_stats import TargetStats, fit_target_stats
 
 
@@ -77,21 +77,22 @@ class RunInputs:
 def fit_run_inputs(x_ctx: np.ndarray, detail: UnclippedRows, labels: np.ndarray, features: np.ndarray,
                    nominal: np.ndarray, classification: bool, view: str | None, seed: int,
                    power: tuple[float, float] | None = None, threads: int | None = None,
-                   read: np.ndarray | None = None, beside: bool = False) -> RunInputs:
+                   read: np.ndarray | None = None, beside: bool = False, tick: Tick | None = None) -> RunInputs:
     """Fit on a member's standardised (N, D) context rows, their `detail` (the level codes of the nominal
     columns, the values before the clip), the `nominal` columns that get statistics (none where the labels
     are not one target) and one labelling: the statistics, then the stacked model on the context with them
     (`stacked_model.fit_stacked_models`, on `threads` threads; `view` None for none; out-of-fold values for the rows
-    `read`, None: every row; with `beside`, the other kind's model too, where it loses little more). With `power`,
-    the (origin, scale) of standardised numeric labels, the labels are first put on their power scale, and the
-    stacked model's out-of-fold residuals there (of the rows read) are what its means average over
-    (`power_target.py`)."""
+    `read`, None: every row; with `beside`, the other kind's model too, where it loses little more; the tree model's
+    fits told to `tick`). With `power`, the (origin, scale) of standardised numeric labels, the labels are first put
+    on their power scale, and the stacked model's out-of-fold residuals there (of the rows read) are what its means
+    average over (`power_target.py`)."""
     target = None if power is None else fit_power_target(labels, *power)
     if target is not None:
         labels = target.forward(labels)
     stats = fit_target_stats(detail.codes, labels, nominal, seed)
     x = x_ctx if stats is None else stats.context_matrix(x_ctx)
-    fitted, other = fit_stacked_models(x, labels, classification, seed, view, detail, nominal, threads, read, beside)
+    fitted, other = fit_stacked_models(x, labels, classification, seed, view, detail, nominal, threads, read, beside,
+                                       tick)
     if target is not None and fitted is not None:
         target = target.with_residuals(labels - fitted.predicted(fitted.context))
     return RunInputs(features, stats, fitted, target, other)

@@ -7,6 +7,8 @@ no row sees its own label, and query rows the prediction of the model fitted on 
 standardised on the context (docs/decisions/0022-stacked-model.md and docs/decisions/0023-tree-model.md)."""
 from __future__ import annotations
 
+import itertools
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,8 +23,10 @@ from sklearn.preprocessing import SplineTransformer
 
 from ..errors import FEATInputError
 from ..preprocess import UnclippedRows
+from ..progress import SCORING_PACE
 from .read_budget import READ_CELLS
 
+Tick = Callable[[float, int], None]     # (fits done, fits planned) of a stacked model: the trees' folds, the whole
 VIEWS = ("auto", "additive", "trees")   # the estimators' `view` values, besides None (no view)
 FOLDS = 5           # cross-fitting folds
 KNOTS = 5           # spline knots per feature, at the context's quantiles
@@ -42,6 +46,7 @@ SIDE_BY_SIDE_ROWS = STOP_ROWS    # the tree model's folds are fitted side by sid
                                  # on one thread, up to this many context rows: there LightGBM's own threads cost more
                                  # than they give, and spin for cores another process holds
 QUERY_ROWS = 1_024  # query rows the stacked model scores at a time, the last block padded (`StackedModel.queries`)
+ROUND_REPORTS = 50  # a tree model's fit whose progress is asked tells its rounds about this many times
 BESIDE_LOSS = 1.5   # the other kind's model is read beside the chosen one where its out-of-fold loss is at most this
                     # many times the chosen one's: a column far worse adds noise more than what the chosen one misses
 
@@ -54,8 +59,11 @@ def basis(splines: SplineTransformer | None, x: np.ndarray) -> np.ndarray:
 
 
 def _score(model: Any, design: np.ndarray) -> np.ndarray:
-    """A regressor's prediction, or a binary classifier's logit."""
-    return model.decision_function(design) if hasattr(model, "decision_function") else model.predict(design)
+    """A regressor's prediction, or a binary classifier's logit; the seconds per row go to `SCORING_PACE`."""
+    began = time.monotonic()
+    s = model.decision_function(design) if hasattr(model, "decision_function") else model.predict(design)
+    SCORING_PACE.add(time.monotonic() - began, len(design))
+    return s
 
 
 def _loss(scores: np.ndarray, y: np.ndarray, classification: bool) -> float:
@@ -141,7 +149,7 @@ class TreeRows:
 def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
                   transform: Callable[[np.ndarray], np.ndarray] | None, y: np.ndarray, classification: bool,
                   make_model: Callable[[int | None], Any], seed: int, capped: bool = True, threads: int | None = None,
-                  read: np.ndarray | None = None) -> StackedModel | None:
+                  read: np.ndarray | None = None, tick: Tick | None = None) -> StackedModel | None:
     """A candidate: out-of-fold predictions of `make_model(threads)` (a model fitting on that many threads) on the
     design matrix of the context rows, and the fit on all of them for `StackedModel.fitted` to make, each fit on at
     most FIT_ROWS of its rows where `capped`; None where there is no single target (more than two classes) or too few
@@ -153,7 +161,10 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     `read` names the rows whose out-of-fold values a run reads (None: every row). Where they are at most FOLDS - 1 in
     FOLDS of the rows, folds of the rows read alone give theirs (`_read_folds`: one fit where they are at most one
     in FOLDS), each fit on every other row, so that none reads fewer rows than the FOLDS folds would; the other rows'
-    values are NaN, and the column's statistics and loss are those of the rows read."""
+    values are NaN, and the column's statistics and loss are those of the rows read. `tick(k, n)` is told the fits
+    done, k of the n - 1 folds' and the whole one, as each fold's fit ends (on the workers' threads where they are
+    fitted side by side) and, where the fits are made in turn and the model says its rounds (`BoostedTrees.
+    on_round`), in fractions of a fit as it goes."""
     if classification:
         counts = np.bincount(np.asarray(y, dtype=np.int64))
         counts = counts[counts > 0]
@@ -166,10 +177,13 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     def rows_read(rows: np.ndarray) -> np.ndarray:
         return rng.choice(rows, FIT_ROWS, replace=False) if capped and len(rows) > FIT_ROWS else rows
 
-    def fitted(rows: np.ndarray, threads: int | None):
+    def fitted(rows: np.ndarray, threads: int | None, at: int | None = None):
+        model = make_model(threads)
+        if tick is not None and at is not None and hasattr(model, "on_round"):    # its rounds told as they go
+            model.on_round = lambda done, rounds: tick(at + done / rounds, len(splits) + 1)
         with warnings.catch_warnings():     # a Newton solver that meets a singular Hessian says so and goes on with
             warnings.simplefilter("ignore", LinAlgWarning)      # lbfgs: nothing the user could act on
-            return make_model(threads).fit(design(rows), y[rows])
+            return model.fit(design(rows), y[rows])
 
     splits = _read_folds(y, read, classification, seed)
     if splits is None:
@@ -180,8 +194,16 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     splits = [(rows_read(train), held) for train, held in splits]
     short = len(y) <= SIDE_BY_SIDE_ROWS
     workers = threads if threads is not None and short and len(splits) > 1 else 1
-    scores = side_by_side(lambda split: _score(fitted(split[0], 1 if workers > 1 else threads), design(split[1])),
-                          splits, workers)
+    ended = itertools.count(1)
+
+    def fold(k: int) -> np.ndarray:
+        train, held = splits[k]
+        score = _score(fitted(train, 1 if workers > 1 else threads, None if workers > 1 else k), design(held))
+        if tick is not None:
+            tick(next(ended), len(splits) + 1)
+        return score
+
+    scores = side_by_side(fold, list(range(len(splits))), workers)
     s = np.full(len(y), np.nan)
     for (_, held), v in zip(splits, scores):
         s[held] = v
@@ -192,7 +214,7 @@ def _cross_fitted(kind: str, design: Callable[[np.ndarray], np.ndarray],
     y_known = np.asarray(y if read is None else y[read], dtype=float)
     loss, calibration = _calibrated((known - mean) / std, y_known, classification)
     return StackedModel(kind, ((s - mean) / std).astype(np.float32), transform, None, mean, std, loss, calibration,
-                        fit_whole=lambda: fitted(rows_read(whole), 1 if short else threads))
+                        fit_whole=lambda: fitted(rows_read(whole), 1 if short else threads, len(splits)))
 
 
 def _calibrated(z: np.ndarray, y: np.ndarray, classification: bool) -> tuple[float, tuple[float, float]]:
@@ -306,26 +328,30 @@ class BoostedTrees:
     class label) and stops boosting once STOP_AFTER rounds have not lowered their loss, up to `max_rounds`. Its score
     is a regressor's prediction or a binary classifier's logit, each row's from that row alone. It boosts on
     `threads` threads (the estimators pass torch's count on the calling thread, which `inference.map_runs` shares
-    out; None: LightGBM's default)."""
+    out; None: LightGBM's default). `on_round(done, rounds)`, where set, is told the rounds boosted of those planned
+    about ROUND_REPORTS times during the next fit (not kept after it)."""
 
     def __init__(self, classification: bool, seed: int, categories: list[int], threads: int | None = None):
         self.classification, self.seed, self.categories, self.threads = classification, seed, categories, threads
+        self.on_round: Callable[[int, int], None] | None = None
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> BoostedTrees:
         import lightgbm as lgb
 
+        told, self.on_round = self.on_round, None           # a fitted model holds no callback (it is pickled)
+        callbacks = [] if told is None else [partial(_rounds_told, told)]
         stop = len(x) > STOP_ROWS
         make = lgb.LGBMClassifier if self.classification else lgb.LGBMRegressor
         self.model = make(n_estimators=max_rounds(*x.shape) if stop else 100, random_state=self.seed, verbose=-1,
                           n_jobs=self.threads, deterministic=True, force_row_wise=True, max_bin=tree_bins(len(x)))
         fit = partial(self.model.fit, categorical_feature=self.categories)
         if not stop:
-            fit(x, y)
+            fit(x, y, callbacks=callbacks)
             return self
         train, held = train_test_split(np.arange(len(x)), test_size=0.1, random_state=self.seed,
                                        stratify=y if self.classification else None)
         fit(x[train], y[train], eval_X=(x[held],), eval_y=(y[held],),
-            callbacks=[lgb.early_stopping(STOP_AFTER, first_metric_only=True, verbose=False)])
+            callbacks=[lgb.early_stopping(STOP_AFTER, first_metric_only=True, verbose=False), *callbacks])
         return self
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
@@ -333,17 +359,27 @@ class BoostedTrees:
         return self.model.predict(x, raw_score=True)
 
 
+def _rounds_told(told: Callable[[int, int], None], env: Any) -> None:
+    """A LightGBM callback that tells `told` (rounds done, rounds planned) about ROUND_REPORTS times a fit, all rounds
+    done never: the fit's end is told by whoever made it."""
+    rounds = env.end_iteration - env.begin_iteration
+    done = env.iteration + 1 - env.begin_iteration
+    if done % max(1, rounds // ROUND_REPORTS) == 0 and done < rounds:
+        told(done, rounds)
+
+
 def _tree_candidate(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
-                    detail: UnclippedRows | None, nominal: np.ndarray | None,
-                    threads: int | None = None, read: np.ndarray | None = None) -> StackedModel | None:
-    """`fit_tree_model`'s candidate, not yet fitted on the whole context; out of fold on the rows `read`."""
+                    detail: UnclippedRows | None, nominal: np.ndarray | None, threads: int | None = None,
+                    read: np.ndarray | None = None, tick: Tick | None = None) -> StackedModel | None:
+    """`fit_tree_model`'s candidate, not yet fitted on the whole context; out of fold on the rows `read`, each fold's
+    fit told to `tick`."""
     rows = None if detail is None else TreeRows.of(detail.codes, np.zeros(0) if nominal is None else nominal)
     categories: list[int] = []
     if rows is not None:
         x_ctx, categories = rows.matrix(x_ctx, detail), [int(j) for j in rows.categories]
     view = _cross_fitted("trees", x_ctx.__getitem__, None, y_ctx, classification,
                          partial(BoostedTrees, classification, seed, categories), seed, capped=False, threads=threads,
-                         read=read)
+                         read=read, tick=tick)
     if view is not None:
         view.rows = rows
     return view
@@ -358,7 +394,8 @@ def check_stacked_model(view: str | None) -> None:
 def fit_stacked_models(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: bool, seed: int,
                        view: str | None = "auto", detail: UnclippedRows | None = None,
                        nominal: np.ndarray | None = None, threads: int | None = None, read: np.ndarray | None = None,
-                       beside: bool = False) -> tuple[StackedModel | None, StackedModel | None]:
+                       beside: bool = False, tick: Tick | None = None
+                       ) -> tuple[StackedModel | None, StackedModel | None]:
     """The stacked models a run reads: first the one in its view slot, `view` "additive" or "trees", or with "auto"
     whichever of the two has the lower out-of-fold loss on the context's labels, recalibrated (None for `view` None, or
     where none can be cross-fitted); then, with `beside` and `view` "auto", the best candidate of the other kind where
@@ -366,12 +403,15 @@ def fit_stacked_models(x_ctx: np.ndarray, y_ctx: np.ndarray, classification: boo
     reads as one more feature (else None). The engine reads a column through its own calibration, and the two kinds see
     different things (sums of small effects, thresholds), so the one that loses more still adds what the first misses
     (docs/decisions/0022-stacked-model.md). The trees read the rows' `detail` on `threads` threads (`fit_tree_model`).
-    `read`: the rows whose out-of-fold values a run reads (None: every row; `_cross_fitted`)."""
+    `read`: the rows whose out-of-fold values a run reads (None: every row; `_cross_fitted`). `tick` is told as the
+    tree model's folds are fitted, the bulk of a long context's fit (the additive model's fits read FIT_ROWS rows at
+    most)."""
     check_stacked_model(view)
     if view is None:
         return None, None
     fits = {"additive": lambda: _additive_candidates(x_ctx, y_ctx, classification, seed, read),
-            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads, read)]}
+            "trees": lambda: [_tree_candidate(x_ctx, y_ctx, classification, seed, detail, nominal, threads, read,
+                                              tick)]}
     kinds = ("additive", "trees") if view == "auto" else (view,)
     candidates = [v for k in kinds for v in fits[k]() if v is not None]
     chosen = _chosen(candidates)
