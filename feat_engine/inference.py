@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import platform
 import threading
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from torch import Tensor
 from .config import InferenceConfig
 from .errors import FEATInputError
 from .model import FEAT
-from .progress import Progress
+from .progress import AT_ONCE, Progress
 
 T, R = TypeVar("T"), TypeVar("R")
 
@@ -142,12 +143,26 @@ def run(model: FEAT, x_ctx: np.ndarray | Tensor, y_ctx: np.ndarray | Tensor | No
     return run_tables(model, [x_ctx], None if y_ctx is None else [y_ctx], [x_query], task, *args, **kwargs)[0]
 
 
+WARM_UP = (1024, 64, 16)    # context rows, query rows and features of the tables `warm_up` times
+
+
 def warm_up(model: FEAT, device: str | torch.device = "auto") -> None:
     """Read one tiny table, so that the one-time costs of a process's first engine run (thread pools, the kernels'
     set-up: a first 1,024 + 1,024-row run took 0.78 s, the next ones 0.34 s, on two cores) are paid at load, not by
-    a first answer, nor counted in the pace that the time left is told from (`progress.ENGINE_PACE`)."""
-    x = np.random.default_rng(0).normal(size=(48, 3)).astype(np.float32)
+    a first answer; then time WARM_UP tables read one at a time and as many side by side as `map_runs` reads, for
+    how the engine's pace changes between the two (`progress.AT_ONCE`; 0.2-0.4 s on two cores)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(48, 3)).astype(np.float32)
     run(model, x[:32], (x[:32, 0] > 0).astype(np.float32), x[32:], "classification", n_classes=2, device=device)
+    n, m, d = WARM_UP
+    tables = [rng.normal(size=(n + m, d)).astype(np.float32) for _ in range(runs_at_once(2, device))]
+    pace = []
+    for batch in ([tables[0]], tables):
+        began = time.monotonic()
+        map_runs(lambda t: run(model, t[:n], (t[:n, 0] > 0).astype(np.float32), t[n:], "classification", n_classes=2,
+                               device=device), batch, device)
+        pace.append((time.monotonic() - began) / len(batch))
+    AT_ONCE[len(tables)] = pace[1] / pace[0]
 
 
 @torch.no_grad()
@@ -259,6 +274,11 @@ def _floats(x: np.ndarray | Tensor) -> Tensor:
     return torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, Tensor) else x).float().cpu()
 
 
+def runs_at_once(n_runs: int, device: str | torch.device = "auto") -> int:
+    """How many of n_runs independent engine runs `map_runs` reads at a time: on a CPU, one per thread of torch's."""
+    return max(1, min(torch.get_num_threads(), n_runs)) if resolve_device(device).type == "cpu" else 1
+
+
 def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.device = "auto",
              on_wait: Callable[[], None] | None = None) -> list[R]:
     """`[fn(item) for item in items]` for independent engine runs: on a CPU, as many runs at once as torch has
@@ -266,9 +286,8 @@ def map_runs(fn: Callable[[T], R], items: Sequence[T], device: str | torch.devic
     in its many small ops (docs/decisions/0006-cpu-speed.md). Results equal the sequential ones to rounding.
     `on_wait` is called on the caller's thread while it waits (to relay the workers' progress to widgets that
     accept no other thread)."""
-    threads = torch.get_num_threads()
-    workers = min(threads, len(items))
-    if workers < 2 or resolve_device(device).type != "cpu":
+    threads, workers = torch.get_num_threads(), runs_at_once(len(items), device)
+    if workers < 2:
         return [fn(item) for item in items]
     pool = ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(threads // workers,))
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import defaultdict
 from typing import Callable
 
 Progress = Callable[[int, int, str], None]
@@ -51,8 +52,25 @@ class Pace:
             return None if self._units == 0 else units * self._seconds / self._units
 
 
-ENGINE_PACE = Pace()     # the engine's seconds per cell (rows read x the member's features + 1): `runner.member_output`
+# the engine's seconds per cell (rows read x the member's features + 1) of its reads (`runner.member_output`), by
+# how many runs it reads at once (`inference.runs_at_once`): one run on every thread leaves cores idle that runs side
+# by side use. AT_ONCE: each number's seconds a cell against one run at a time's, timed when a checkpoint loads
+# (`inference.warm_up`; 0.70 on two cores), which carries a pace measured one way over to the other: the first
+# answer's one run against the fit's parts two side by side, 10.45 against 6.84 us a cell in the app
+# (docs/decisions/0038-app.md)
+ENGINE_PACE: dict[int, Pace] = defaultdict(Pace)
+AT_ONCE: dict[int, float] = {1: 1.0}
 SCORING_PACE = Pace()    # a stacked model's seconds per row scored: `stacked_model._score`
+
+
+def engine_seconds(cells: float, at_once: int) -> float | None:
+    """The seconds the engine takes to read `cells` with `at_once` runs at a time: at the pace of its reads made so,
+    else of those one at a time, else of any, carried over by AT_ONCE; None before any read."""
+    for k in (at_once, 1, *list(ENGINE_PACE)):
+        seconds = ENGINE_PACE[k].seconds(cells) if k in ENGINE_PACE else None
+        if seconds is not None:
+            return seconds * AT_ONCE.get(at_once, 1.0) / AT_ONCE.get(k, 1.0)
+    return None
 
 
 class StepCounter:
@@ -63,7 +81,7 @@ class StepCounter:
     `fits` of the n_runs are fits of the classical models rather than engine runs. Each kind then takes its
     share of the stream from the seconds its runs take on this machine, re-estimated as runs go, so that the share
     done is a share of the time and the time left can be told from it: the mean of its runs ended; before one has,
-    for the engine runs the `engine_s` seconds expected of them all (`ENGINE_PACE`), for a fit under way its length
+    for the engine runs the `engine_s` seconds expected of them all (`engine_seconds`), for a fit under way its length
     at the pace it goes (`_length`); else what the other kind's runs take. A run's seconds are the clock's, shared
     evenly among the runs under way at each moment (`map_runs`' workers run several at once). Runs of one kind
     count equally: (i * total + done, n_runs * total) for run i."""

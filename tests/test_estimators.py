@@ -792,17 +792,23 @@ def test_fit_reports_progress_while_it_fits_the_classical_models(monkeypatch):
 
 
 def test_the_engines_pace_is_measured_in_the_cells_its_runs_read(monkeypatch):
-    """Each read of a member's local parts adds its seconds and cells to `ENGINE_PACE`: the cells `count_cells`
-    plans for the same routes (the parts reached and the queries routed there, times the features + 1)."""
+    """Each read of a member's local parts adds its seconds and cells to `ENGINE_PACE`, under the runs it reads at
+    once: the cells `count_cells` plans for the same routes (the parts reached and the queries routed there, times
+    the features + 1)."""
+    from collections import defaultdict
+
     from feat_engine.estimators import runner
+    from feat_engine.inference import runs_at_once
     from feat_engine.progress import Pace
     rng = np.random.default_rng(2)
     X = rng.normal(size=(2300, 3))
     y = X[:2000, 0] + rng.normal(size=2000)
     reg = FEATRegressor(n_estimators=1, local_context=256, view=None, blend=False).fit(X[:2000], y)
-    monkeypatch.setattr(runner, "ENGINE_PACE", pace := Pace())
+    monkeypatch.setattr(runner, "ENGINE_PACE", paces := defaultdict(Pace))
     reg.predict(X[2000:])
     routes = reg._query_rows(X[2000:])[2]
+    assert list(paces) == [runs_at_once(runner.count_runs(reg.members_, routes, reg.device), reg.device)]
+    pace = paces[list(paces)[0]]
     assert pace._units == runner.count_cells(reg.members_, routes, reg.device) > 300 * 4
     assert pace.seconds(1) > 0
 

@@ -533,6 +533,25 @@ def test_a_pace_is_the_seconds_per_unit_of_the_latest_runs():
     assert pace.seconds(150) == pytest.approx(2.0)
 
 
+def test_the_engines_pace_carries_over_between_runs_read_one_at_a_time_and_side_by_side(monkeypatch, model):
+    """`engine_seconds`: the pace of reads made with as many runs at once, else of those one at a time, carried over
+    by `AT_ONCE`, which `warm_up` times (a checkpoint's load calls it)."""
+    from collections import defaultdict
+
+    import feat_engine.progress as fp
+    from feat_engine.inference import runs_at_once, warm_up
+    monkeypatch.setattr(fp, "ENGINE_PACE", defaultdict(fp.Pace))
+    monkeypatch.setattr(fp, "AT_ONCE", {1: 1.0, 2: 0.7})
+    assert fp.engine_seconds(100, 2) is None
+    fp.ENGINE_PACE[1].add(1.0, 100)
+    assert fp.engine_seconds(100, 1) == pytest.approx(1.0) and fp.engine_seconds(100, 2) == pytest.approx(0.7)
+    fp.ENGINE_PACE[2].add(0.5, 100)
+    assert fp.engine_seconds(100, 2) == pytest.approx(0.5) and fp.engine_seconds(100, 1) == pytest.approx(1.0)
+    monkeypatch.setattr("feat_engine.inference.AT_ONCE", at_once := {1: 1.0})
+    warm_up(model, "cpu")
+    assert set(at_once) == {1, runs_at_once(2, "cpu")} and all(v > 0 for v in at_once.values())
+
+
 def test_step_counter_drops_runs_found_not_needed(monkeypatch):
     """A fit of 2 s and 4 planned runs of 1 s, two of them dropped: after the other two the stream is done."""
     steps, now, seen = _counter_after_a_fit(monkeypatch, 5, 2.0)

@@ -15,10 +15,10 @@ import numpy as np
 from scipy.special import softmax
 
 from ..config import InferenceConfig
-from ..inference import StateCache, map_runs, run, run_tables, tables_per_run
+from ..inference import StateCache, map_runs, run, run_tables, runs_at_once, tables_per_run
 from ..model import FEAT
 from ..preprocess import standardise
-from ..progress import ENGINE_PACE, Progress, StepCounter
+from ..progress import ENGINE_PACE, Progress, StepCounter, engine_seconds
 from ..reading.local_parts import LocalContexts
 from ..reading.members import Member
 from ..reading.quantile_transform import quantile_normal
@@ -82,15 +82,16 @@ def fit_steps(progress: Progress | None, members: list[Member], routes: list[np.
               labellings: int, fits: int) -> StepCounter:
     """One progress stream over a fit's `fits` classical-model fits and the engine runs that read its held rows
     (each member's `routes`, None where none are held, under each of `labellings`), these expected to take the
-    seconds `ENGINE_PACE` gives their cells until one is timed."""
+    seconds their cells take at the engine's pace (`progress.engine_seconds`) until one is timed."""
     if routes is None:
         return StepCounter(progress, fits, fits)
     runs, cells = count_runs(members, routes, device), count_cells(members, routes, device)
-    return StepCounter(progress, fits + runs * labellings, fits, ENGINE_PACE.seconds(cells * labellings))
+    seconds = engine_seconds(cells * labellings, runs_at_once(runs, device))
+    return StepCounter(progress, fits + runs * labellings, fits, seconds)
 
 
 def count_cells(members: list[Member], routes: list[np.ndarray], device: str) -> int:
-    """Cells those runs read (`ENGINE_PACE`'s unit): the rows of each batch of parts reached and the queries
+    """Cells those runs read (`progress.ENGINE_PACE`'s unit): the rows of each batch of parts reached and the queries
     routed there, times the member's features + 1."""
     return sum(_cells(m, part_batches(np.unique(r), len(m.local.parts), device), len(r))
                for m, r in zip(members, routes))
@@ -105,11 +106,11 @@ def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, lab
                   steps: StepCounter) -> np.ndarray:
     """The member's output for every query row of q: one engine run on its whole context (route None), or one per
     batch of the local parts that some query row is routed to, the batches on all cores (`map_runs`). The seconds
-    per cell read go to `ENGINE_PACE`."""
+    per cell read go to `ENGINE_PACE`, by the runs read at once."""
     began = time.monotonic()
     if route is None:
         out = engine_call(run, [ctx], [labels], [q], steps.callback(run.name))[0]
-        ENGINE_PACE.add(time.monotonic() - began, (len(ctx) + len(q)) * (len(run.member.features) + 1))
+        ENGINE_PACE[1].add(time.monotonic() - began, (len(ctx) + len(q)) * (len(run.member.features) + 1))
         return out
     local: LocalContexts = run.member.local
     order = np.argsort(route, kind="stable")               # queries grouped by part: O(M log M)
@@ -125,7 +126,8 @@ def member_output(run: MemberRun, route: np.ndarray | None, ctx: np.ndarray, lab
     for p, r in zip([p for b in batches for p in b], outs):
         if p in asked:
             out[asked[p]] = r
-    ENGINE_PACE.add(time.monotonic() - began, _cells(run.member, batches, len(q)))
+    at_once = runs_at_once(len(batches), run.settings.device)
+    ENGINE_PACE[at_once].add(time.monotonic() - began, _cells(run.member, batches, len(q)))
     return out
 
 
