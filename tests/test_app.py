@@ -1090,6 +1090,7 @@ def test_scoring_on_a_dask_cluster_gives_the_same_predictions(cluster, monkeypat
     files, said = offered_files(monkeypatch), []
     words = state.progress_words
     monkeypatch.setattr(state, "progress_words", lambda message: said.append(message) or words(message))
+    monkeypatch.setattr(state, "SHOWN_EVERY", 0.0)                   # every report reaches the bar
     df = small_table(60)
     df.loc[df.index[:6], "cultivar"] = np.nan
     at = new_app()
