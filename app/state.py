@@ -246,7 +246,7 @@ def progress_words(message: str) -> str:
     return message
 
 
-SHOWN_EVERY = 0.2       # seconds between two moves of a progress bar within a phase, at least
+SHOWN_EVERY = 0.2       # seconds between two moves of a progress bar by reports of one step, at least
 
 
 def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | None = None):
@@ -257,9 +257,10 @@ def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | No
     predict_seconds`), with the engine's reading or with the classical models alone (a blend at weight 1). The fit
     says which as things stand (`progress.blend_note`); while it says the blend is open (BLEND_OPEN), the time left
     told is the harmonic mean of the two outcomes, as far in ratio from either; before it says anything, with the
-    engine's reading. The bar moves at most every SHOWN_EVERY seconds within a phase: a short engine run reports
-    ten times in 0.3 s, and each report the browser draws takes the cores that run uses."""
-    clock = {"phase": None, "start": time.monotonic(), "blend": None, "shown": 0.0}
+    engine's reading. Reports of one step (the text before the last colon) move the bar at most every SHOWN_EVERY
+    seconds: a short engine run reports ten times in 0.3 s, and each report the browser draws takes the cores that
+    run uses; a new step always shows."""
+    clock = {"phase": None, "start": time.monotonic(), "blend": None, "shown": 0.0, "step": None}
 
     def cb(done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
@@ -267,14 +268,15 @@ def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | No
         message = prefix + str(message)
         phase = message.split(":", 1)[0]
         if phase != clock["phase"]:
-            clock.update(phase=phase, start=now, blend=None, shown=0.0)
+            clock.update(phase=phase, start=now, blend=None)
         if BLEND_OPEN in message:
             clock["blend"] = "open"
         elif SO_FAR[0] in message or SO_FAR[1] in message:
             clock["blend"] = SO_FAR[1] in message        # True: the predictions read no engine
-        if now - clock["shown"] < SHOWN_EVERY and frac < 1:
+        step = message.rsplit(":", 1)[0]
+        if step == clock["step"] and now - clock["shown"] < SHOWN_EVERY and frac < 1:
             return
-        clock["shown"] = now
+        clock.update(shown=now, step=step)
         text = progress_words(message)
         elapsed = now - clock["start"]
         if 0.05 <= frac < 1 and elapsed >= 3:

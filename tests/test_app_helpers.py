@@ -720,12 +720,13 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     assert shown[-1][1].endswith("(about 30 s left)")                  # 10 s of the fit, then 20 s
     # while the fit's blend is open the predictions may read no engine: 10 + 2 s or 10 + 20 s, their harmonic mean;
     # then the outcome the fit's blend so far points to
-    for said, left in [(BLEND_OPEN, 17), ("member 1/1, part 2/4", 18), (SO_FAR[1], 13), (SO_FAR[0], 31)]:
-        now[0] += state.SHOWN_EVERY + 0.01                           # the bar moves at most so often
+    for said, left in [(BLEND_OPEN, 17), ("member 1/1, part 2/4: encoding", 18), (SO_FAR[1], 13), (SO_FAR[0], 31)]:
+        now[0] += state.SHOWN_EVERY + 0.01
         cb(5, 10, f"learning: {said}")
         assert shown[-1][1].endswith(f"(about {left} s left)")
-    cb(6, 10, "learning: member 1/1, part 3/4")
-    assert shown[-1][0] == 0.5
+    cb(6, 10, "learning: member 1/1, part 3/4: encoding")                # a new step: shown at once
+    cb(7, 10, "learning: member 1/1, part 3/4: block 1/4 done")          # the same step within SHOWN_EVERY: not
+    assert shown[-1][0] == 0.6
 
 
 def test_column_summaries_show_each_kind_in_its_own_terms():
