@@ -428,10 +428,10 @@ def model_info(name: str = "small") -> dict:
     """What the sidebar shows of a shipped checkpoint ("small" or "fast": its name, parameters, file size, device,
     card), plus the loaded model, its edge head where it ships with one, and the estimator arguments that make the
     estimators use it."""
-    from feat_engine.checkpoint import SHIPPED, edge_head_path, load_checkpoint, load_edge_head
+    from feat_engine.checkpoint import SHIPPED, edge_head_path, load_edge_head, load_model_and_meta
     from feat_engine.inference import resolve_device
     path = SHIPPED[name]
-    model, meta = load_checkpoint(path)
+    model, meta = load_model_and_meta(path)
     n_params = sum(p.numel() for p in model.parameters())
     card = path.parent / "model-card.md"
     card_text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else None

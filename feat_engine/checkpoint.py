@@ -87,7 +87,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
 def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.device = "cpu") -> tuple[FEAT, dict[str, Any]]:
     """Build the model from a checkpoint (a file, a shipped one's name, or None for the default) in eval mode,
-    fp32 weights, its first read made (`inference.warm_up`)."""
+    fp32 weights."""
     path = checkpoint_path(path)
     blob = read_checkpoint(path)
     model = FEAT(ModelConfig.from_dict(blob["config"]))
@@ -96,9 +96,7 @@ def load_checkpoint(path: str | os.PathLike | None = None, device: str | torch.d
         model.load_state_dict(sd)
     except RuntimeError as e:
         raise CheckpointError(f"checkpoint {path}: weights do not match its config ({str(e).splitlines()[0]})") from None
-    model = model.to(device).eval()
-    warm_up(model, device)
-    return model, blob["meta"]
+    return model.to(device).eval(), blob["meta"]
 
 
 def edge_head_path(checkpoint: str | os.PathLike | None = None) -> Path:
@@ -150,7 +148,9 @@ _LOCK = threading.Lock()
 
 
 def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, dict[str, Any]]:
-    """Load a checkpoint once per (path, mtime, size) and keep it in a module-level cache.
+    """Load a checkpoint once per (path, mtime, size) and keep it in a module-level cache, its first engine read made
+    (`inference.warm_up`: the loader of models that predict; training and tools reading a checkpoint's weights or meta
+    use `load_checkpoint`).
 
     The key includes the file's mtime and size, so a checkpoint replaced on disk is reloaded.
     """
@@ -162,6 +162,7 @@ def load_model_and_meta(path: str | os.PathLike | None = None) -> tuple[FEAT, di
             for old in [k for k in _CACHE if k[0] == key[0]]:
                 del _CACHE[old]
             _CACHE[key] = load_checkpoint(p)       # raises CheckpointError naming the file
+            warm_up(_CACHE[key][0], "cpu")
         return _CACHE[key]
 
 
