@@ -3,7 +3,7 @@ development table (or of the generated table of the app's walk, `--table walk`),
 more, both under the Predict view's own progress callbacks (`app/state.progress_callback`; while FEAT learns, the
 time left counts the predictions after it, `app/engine.predict_seconds`), every text shown timed. At a third, a half and
 two thirds of the run, and at worst from a third on with 10 s or more left, the time left told over the seconds that
-were in fact left (`app_timing.time_left_truth`). As in the Predict view, a fit of more than FIRST_ANSWER_ROWS rows
+were in fact left (`app_timing.told_truth`). As in the Predict view, a fit of more than FIRST_ANSWER_ROWS rows
 comes after the first answer, which is part of the run.
 
     python bench/progress_truth.py [--table adult_income] [--rows 12000] [--queries 4000] [--samples]
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 import common as C
-from app_timing import time_left_truth, told_at, write_wide_csv
+from app_timing import told_truth, write_wide_csv
 
 sys.path.insert(0, str(C.ROOT))
 import feat_engine as fe  # noqa: E402
@@ -76,12 +76,11 @@ def main() -> None:
     total = time.monotonic() - t0
     if args.samples:
         print("\n".join(f"{t:7.2f} {text}" for t, text in seen))
-    truth = time_left_truth(seen, total)
-    late = [r["told"] / r["run_left"] for r in truth if r["t"] >= total / 3 and r["run_left"] >= 10]
+    at, worst = told_truth(seen, total)
     print(json.dumps(dict(table=args.table, rows=args.rows, queries=args.queries, seconds=round(total, 1),
                           fit_s=round(fit_s, 1), weight=getattr(fitted.value.blend_, "weight", None),
-                          at={f"{s:.2f}": round(told_at(truth, total, s), 2) for s in (1 / 3, 1 / 2, 2 / 3)},
-                          worst=round(max((abs(x - 1) for x in late), default=float("nan")), 2))))
+                          at={f"{s:.2f}": round(x, 2) for s, x in zip((1 / 3, 1 / 2, 2 / 3), at)},
+                          worst=round(worst, 2))))
 
 
 if __name__ == "__main__":
