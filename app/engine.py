@@ -18,7 +18,7 @@ import pandas as pd
 import feat_engine as fe
 from app.numbers import DIGITS, column_format, format_value
 from feat_engine.inference import runs_at_once, uses_bf16
-from feat_engine.progress import SCORING_PACE, Progress, StepCounter, engine_seconds
+from feat_engine.progress import PREP_PACE, SCORING_PACE, Progress, StepCounter, engine_seconds
 from feat_engine.reading.read_budget import ReadPlan
 
 LOG = logging.getLogger(__name__)
@@ -84,14 +84,15 @@ def runs_per_member(task: str, params: dict, n_classes: int) -> int:
 def predict_seconds(plan: ReadPlan, n_rows: int, runs: int) -> Callable[[bool], float]:
     """The seconds predicting n_rows after a fit that reads `plan` (`runs` labellings a member) takes, with the
     engine's reading (True) or the classical models alone (False: a blend at weight 1), at the paces measured so far
-    on this machine, read at each call (`progress.engine_seconds`, its runs side by side, and `SCORING_PACE`; none
-    measured yet counts 0): each row in every member and labelling, in the engine's cells (a query row costing about
-    what a context row does, decision 0006) and scored by the stacked model (docs/decisions/0038-app.md)."""
+    on this machine, read at each call (`PREP_PACE`, `progress.engine_seconds`, its runs side by side, and
+    `SCORING_PACE`; none measured yet counts 0): the rows preprocessed, then each in every member and labelling, in
+    the engine's cells (a query row costing about what a context row does, decision 0006) and scored by the stacked
+    model (docs/decisions/0038-app.md)."""
     rows = n_rows * plan.members * runs
 
     def seconds(engine: bool) -> float:
         reading = (engine_seconds(rows * (plan.width + 1), runs_at_once(rows)) or 0.0) if engine else 0.0
-        return (SCORING_PACE.seconds(rows) or 0.0) + reading
+        return (PREP_PACE.seconds(n_rows) or 0.0) + (SCORING_PACE.seconds(rows) or 0.0) + reading
     return seconds
 
 

@@ -22,7 +22,7 @@ from torch import Tensor
 from .config import InferenceConfig
 from .errors import FEATInputError
 from .model import FEAT
-from .progress import AT_ONCE, Progress
+from .progress import AT_ONCE, ENGINE_PACE, Progress
 
 T, R = TypeVar("T"), TypeVar("R")
 
@@ -68,9 +68,11 @@ def cpu_name() -> str:
 
 
 def native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16). Elsewhere (AVX2 only)
-    bf16 autocast is emulated, far slower than fp32 (docs/decisions/0007-precision.md)."""
-    return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16) and torch's kernels may use it (a process
+    held to AVX2, `ATEN_CPU_CAPABILITY=avx2`, may not). Elsewhere (AVX2 only) bf16 autocast is emulated, far slower
+    than fp32 (docs/decisions/0007-precision.md)."""
+    return (torch.backends.cpu.get_cpu_capability() == "AVX512"
+            and bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()))
 
 
 def bf16_is_fast(device: str | torch.device = "auto") -> bool:
@@ -143,25 +145,31 @@ def run(model: FEAT, x_ctx: np.ndarray | Tensor, y_ctx: np.ndarray | Tensor | No
     return run_tables(model, [x_ctx], None if y_ctx is None else [y_ctx], [x_query], task, *args, **kwargs)[0]
 
 
-WARM_UP = (1024, 64, 16)    # context rows, query rows and features of the tables `warm_up` times
+WARM_UP = (1024, 64, 16)    # context rows, query rows and features of the tables `warm_up` times: a local part's
 
 
-def warm_up(model: FEAT, device: str | torch.device = "auto") -> None:
-    """Read one tiny table, so that the one-time costs of a process's first engine run (thread pools, the kernels'
-    set-up: a first 1,024 + 1,024-row run took 0.78 s, the next ones 0.34 s, on two cores) are paid at load, not by
-    a first answer; then time WARM_UP tables read one at a time and as many side by side as `map_runs` reads, for
-    how the engine's pace changes between the two (`progress.AT_ONCE`): 0.55 s and 0.5 s on two cores."""
+def warm_up(model: FEAT, device: str | torch.device = "auto", precision: str = "auto") -> None:
+    """Read one tiny table at `precision` (the estimators' default), so that the one-time costs of a process's first
+    engine run (thread pools, the kernels' set-up: a first 1,024 + 1,024-row run took 0.78 s, the next ones 0.34 s,
+    on two cores) are paid at load, not by a first answer; then time WARM_UP tables, the shape of a local part and
+    its queries, read one at a time and as many side by side as `map_runs` reads: the engine's first paces
+    (`progress.ENGINE_PACE`, so that a fit's time left need not rest on a first answer's one short run) and how the
+    pace changes between the two (`progress.AT_ONCE`)."""
+    cfg = precision_config(precision, device)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(48, 3)).astype(np.float32)
-    run(model, x[:32], (x[:32, 0] > 0).astype(np.float32), x[32:], "classification", n_classes=2, device=device)
+    run(model, x[:32], (x[:32, 0] > 0).astype(np.float32), x[32:], "classification", n_classes=2, cfg=cfg,
+        device=device)
     n, m, d = WARM_UP
     tables = [rng.normal(size=(n + m, d)).astype(np.float32) for _ in range(runs_at_once(2, device))]
     pace = []
     for batch in ([tables[0]], tables):
         began = time.monotonic()
         map_runs(lambda t: run(model, t[:n], (t[:n, 0] > 0).astype(np.float32), t[n:], "classification", n_classes=2,
-                               device=device), batch, device)
-        pace.append((time.monotonic() - began) / len(batch))
+                               cfg=cfg, device=device), batch, device)
+        seconds = time.monotonic() - began
+        ENGINE_PACE[len(batch)].add(seconds, len(batch) * (n + m) * (d + 1))
+        pace.append(seconds / len(batch))
     AT_ONCE[len(tables)] = pace[1] / pace[0]
 
 

@@ -54,13 +54,15 @@ class Pace:
 
 # the engine's seconds per cell (rows read x the member's features + 1) of its reads (`runner.member_output`), by
 # how many runs it reads at once (`inference.runs_at_once`): one run on every thread leaves cores idle that runs side
-# by side use. AT_ONCE: each number's seconds a cell against one run at a time's, timed when a checkpoint loads
-# (`inference.warm_up`; 0.70 on two cores), which carries a pace measured one way over to the other: the first
-# answer's one run against the fit's parts two side by side, 10.45 against 6.84 us a cell in the app
-# (docs/decisions/0038-app.md)
+# by side use. Both are first timed when a checkpoint loads (`inference.warm_up`, on tables of a local part's shape),
+# and AT_ONCE, each number's seconds a cell against one run at a time's there (0.70-0.85 on two cores), carries a
+# pace measured one way over to the other (docs/decisions/0038-app.md)
 ENGINE_PACE: dict[int, Pace] = defaultdict(Pace)
 AT_ONCE: dict[int, float] = {1: 1.0}
 SCORING_PACE = Pace()    # a stacked model's seconds per row scored: `stacked_model._score`
+PREP_PACE = Pace()       # a table's seconds per row prepared (`TablePreprocessor.detail`), timed on the context's rows
+                         # at fit (`FEATBase._fit_features`), many at once: the query rows' pace, which a 1,024-row
+                         # call's set-up overstates (7 against 1.6 us a row)
 
 
 def engine_seconds(cells: float, at_once: int) -> float | None:

@@ -678,6 +678,27 @@ def test_stage_progress_never_goes_back():
 
 # --------------------------------------------------------------------------- progress
 
+def test_the_predictions_after_a_fit_are_timed_at_this_machines_paces(monkeypatch):
+    """`engine.predict_seconds`: the rows preprocessed once, scored by the stacked model in each member and labelling,
+    and, with the engine's reading, read in its cells (a row's features + 1, its runs side by side); none measured
+    yet counts 0."""
+    from collections import defaultdict
+
+    import feat_engine.progress as fp
+    from app import engine
+    from feat_engine.reading.read_budget import ReadPlan
+    for name in ("PREP_PACE", "SCORING_PACE"):
+        monkeypatch.setattr(engine, name, fp.Pace())
+    monkeypatch.setattr(fp, "ENGINE_PACE", defaultdict(fp.Pace))
+    after = engine.predict_seconds(ReadPlan(members=2, rows=5_000, cells=0, capped=False, width=9), 1_000, 3)
+    assert after(False) == after(True) == 0.0
+    engine.PREP_PACE.add(1.0, 10_000)                  # 1e-4 s a row
+    engine.SCORING_PACE.add(1.0, 100_000)              # 1e-5 s a row, 6,000 rows: 2 members x 3 labellings
+    fp.ENGINE_PACE[engine.runs_at_once(6_000)].add(1.0, 1_000_000)      # 1e-6 s a cell, 60,000 cells
+    assert after(False) == pytest.approx(0.1 + 0.06)
+    assert after(True) == pytest.approx(0.1 + 0.06 + 0.06)
+
+
 def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch):
     from app import state
 

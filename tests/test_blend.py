@@ -45,7 +45,7 @@ def test_the_blend_reads_the_stacked_models_prediction_the_runs_its_clipped_colu
     X = np.column_stack([flag, rng.normal(size=400)])
     y = 1 + 999 * flag + 0.1 * rng.normal(size=400)
     est = FEATRegressor(n_estimators=1, view="additive").fit(X[:300], y[:300])
-    xq, detail, _ = est._query_rows(X[300:])
+    xq, detail = est._query_rows(X[300:])
     mats = est._run_matrices(est.members_[0], None, xq, detail, None)
     stacked = est.run_inputs_[0][None].stacked
     z = stacked.queries(xq, detail)
@@ -353,6 +353,43 @@ def test_tree_folds_fitted_side_by_side_are_the_folds_fitted_in_turn(monkeypatch
     np.testing.assert_array_equal(together.context, in_turn.context)
     assert (together.mean, together.std, together.loss) == (in_turn.mean, in_turn.std, in_turn.loss)
     np.testing.assert_array_equal(together.queries(x[:50]), in_turn.queries(x[:50]))
+
+
+def test_tree_fits_made_in_turn_tell_their_start_then_their_rounds():
+    """Each fold's fit tells BEGUN of itself as it begins (its set-up counts in the pace it is told at), then its
+    rounds, then its end: a stream of fits done that never goes back and reaches each fold's end."""
+    from feat_engine.reading.stacked_model import BEGUN, FOLDS, _tree_candidate
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(700, 4)).astype(np.float32)
+    told = []
+    candidate = _tree_candidate(x, x[:, 0] + 0.1 * rng.normal(size=700), False, 0, None, None, threads=1,
+                                tick=lambda k, n: told.append((k, n)))
+    candidate.fitted()
+    ks = [k for k, n in told]
+    assert {n for _, n in told} == {FOLDS + 1} and ks == sorted(ks)
+    begun = [k for k in ks if abs(k % 1 - BEGUN) < 1e-9]
+    np.testing.assert_allclose(begun, np.arange(FOLDS + 1) + BEGUN, rtol=0, atol=1e-9)     # the whole fit's too
+    assert [k for k in ks if k % 1 == 0] == list(range(1, FOLDS + 1))                      # the folds' ends
+    assert len(ks) > 4 * (FOLDS + 1)                                                         # rounds in between
+
+
+@pytest.mark.parametrize("kind", ["trees", "additive"])
+def test_a_query_rows_stacked_prediction_is_the_same_scored_alone_or_among_many(kind):
+    """The tree model scores every query row in one call (`rows_alone`), the additive model in padded blocks of
+    QUERY_ROWS: either way a row's standardised prediction is the same, to the bit, alone as among 2,500 rows (more
+    than one block) in another order."""
+    from feat_engine.reading.stacked_model import QUERY_ROWS, fit_additive_model
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3_000, 5)).astype(np.float32)
+    y = x[:, 0] - x[:, 1] ** 2 + 0.3 * rng.normal(size=3_000)
+    model = (fit_tree_model if kind == "trees" else fit_additive_model)(x[:500], y[:500], False, 0).fitted()
+    assert getattr(model.model, "rows_alone", False) == (kind == "trees")
+    many = x[500:]
+    assert len(many) > QUERY_ROWS
+    order = rng.permutation(len(many))
+    together = model.queries(many[order])[np.argsort(order)]
+    for i in (0, 1_234, len(many) - 1):
+        np.testing.assert_array_equal(model.queries(many[i:i + 1]), together[i:i + 1])
 
 
 def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone(monkeypatch):

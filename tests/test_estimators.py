@@ -115,8 +115,8 @@ def test_the_stacked_models_column_of_a_row_does_not_move_with_the_rows_beside_i
     X = 3 * np.random.RandomState(0).uniform(size=(20, 3))
     est = FEATRegressor(n_estimators=1, random_state=1).fit(X, X[:, 0].astype(int))
     stacked = est.run_inputs_[0][None].stacked
-    whole = stacked.queries(*est._query_rows(X)[:2])
-    blocks = np.concatenate([stacked.queries(*est._query_rows(X[i:i + 7])[:2]) for i in range(0, 20, 7)])
+    whole = stacked.queries(*est._query_rows(X))
+    blocks = np.concatenate([stacked.queries(*est._query_rows(X[i:i + 7])) for i in range(0, 20, 7)])
     assert stacked.kind == "additive"
     np.testing.assert_array_equal(whole, blocks)
 
@@ -806,7 +806,7 @@ def test_the_engines_pace_is_measured_in_the_cells_its_runs_read(monkeypatch):
     reg = FEATRegressor(n_estimators=1, local_context=256, view=None, blend=False).fit(X[:2000], y)
     monkeypatch.setattr(runner, "ENGINE_PACE", paces := defaultdict(Pace))
     reg.predict(X[2000:])
-    routes = reg._query_rows(X[2000:])[2]
+    routes = reg._routes(reg._query_rows(X[2000:])[0])
     assert list(paces) == [runs_at_once(runner.count_runs(reg.members_, routes, reg.device), reg.device)]
     pace = paces[list(paces)[0]]
     assert pace._units == runner.count_cells(reg.members_, routes, reg.device) > 300 * 4

@@ -183,6 +183,16 @@ def test_run_attention_with_queries(model):
 
 
 @pytest.mark.filterwarnings("ignore:Mismatch dtype between input and weight")
+@pytest.mark.parametrize("capability, native", [("AVX512", True), ("AVX2", False)])
+def test_bf16_is_native_only_where_torchs_kernels_may_use_the_cpus_bf16(monkeypatch, capability, native):
+    """A CPU with AVX512-BF16 whose process is held to AVX2 (`ATEN_CPU_CAPABILITY=avx2`, how an AVX2-only CPU is
+    stood in for) computes in fp32 at precision "auto", as an AVX2-only CPU does."""
+    from feat_engine import inference
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert inference.native_bf16() is native and inference.uses_bf16("auto", "cpu") is native
+
+
 def test_run_bf16_close_to_fp32(model):
     n_ctx, M, D = 30, 10, 4
     x = table(1, n_ctx + M, D, seed=8, p_nan=0.0)
@@ -535,7 +545,7 @@ def test_a_pace_is_the_seconds_per_unit_of_the_latest_runs():
 
 def test_the_engines_pace_carries_over_between_runs_read_one_at_a_time_and_side_by_side(monkeypatch, model):
     """`engine_seconds`: the pace of reads made with as many runs at once, else of those one at a time, carried over
-    by `AT_ONCE`, which `warm_up` times (a checkpoint's load calls it)."""
+    by `AT_ONCE`; `warm_up` (a checkpoint's load calls it) times both, the first paces of a process."""
     from collections import defaultdict
 
     import feat_engine.progress as fp
@@ -548,8 +558,10 @@ def test_the_engines_pace_carries_over_between_runs_read_one_at_a_time_and_side_
     fp.ENGINE_PACE[2].add(0.5, 100)
     assert fp.engine_seconds(100, 2) == pytest.approx(0.5) and fp.engine_seconds(100, 1) == pytest.approx(1.0)
     monkeypatch.setattr("feat_engine.inference.AT_ONCE", at_once := {1: 1.0})
+    monkeypatch.setattr("feat_engine.inference.ENGINE_PACE", paces := defaultdict(fp.Pace))
     warm_up(model, "cpu")
-    assert set(at_once) == {1, runs_at_once(2, "cpu")} and all(v > 0 for v in at_once.values())
+    assert set(at_once) == set(paces) == {1, runs_at_once(2, "cpu")} and all(v > 0 for v in at_once.values())
+    assert all(p.seconds(1e6) > 0 for p in paces.values())
 
 
 def test_step_counter_drops_runs_found_not_needed(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import textwrap
+import time
 from typing import Any, Callable
 
 import pandas as pd
@@ -16,7 +17,7 @@ from ..errors import sklearn_words
 from ..inference import check_precision, precision_config
 from ..model import FEAT
 from ..preprocess import UnclippedRows, TablePreprocessor, as_frame
-from ..progress import Progress
+from ..progress import PREP_PACE, Progress
 from .runner import EngineSettings
 
 
@@ -130,9 +131,12 @@ class FEATBase(BaseEstimator):
         return frame if isinstance(X, pd.DataFrame) else frame.set_axis(self.preprocessor_.columns_, axis=1)
 
     def _fit_features(self, X: pd.DataFrame) -> UnclippedRows:
-        """Fit the preprocessor on the context X and keep its matrix; returns the rows' detail beside it."""
+        """Fit the preprocessor on the context X and keep its matrix; returns the rows' detail beside it. The seconds
+        a row took go to `progress.PREP_PACE`."""
         self.preprocessor_ = TablePreprocessor().fit(X)
+        began = time.monotonic()
         detail = self.preprocessor_.detail(X, "context")
+        PREP_PACE.add(time.monotonic() - began, len(X))
         self.context_ = detail.clipped()
         return detail
 

@@ -404,9 +404,10 @@ class InContextBase(FEATBase, ABC):
         """The members' combined output for every row of X, scored and combined QUERY_BATCH rows at a time under
         one progress stream: what a call holds beyond X's preprocessed rows does not grow with their number, and
         since a row's output depends on its own values alone, the batches change no number."""
-        xq, detail, routes = self._query_rows(X)
+        xq, detail = self._query_rows(X)
         if stacked_alone(self.blend_, (r.stacked for inputs in self.run_inputs_ for r in inputs.values())):
             return self._combine([self._member_output(m, None, xq, detail, None, None) for m in self.members_], 1.0)
+        routes = self._routes(xq)
         batches = [slice(i, i + QUERY_BATCH) for i in range(0, max(len(xq), 1), QUERY_BATCH)]
         batch_routes = [[None if r is None else r[b] for r in routes] for b in batches]
         steps = StepCounter(self.progress, sum(runner.count_runs(self.members_, r, self.device) for r in batch_routes)
@@ -414,21 +415,22 @@ class InContextBase(FEATBase, ABC):
         return np.concatenate([self._combine(self._outputs(xq[b], detail[b], r, steps), self._weight())
                                for b, r in zip(batches, batch_routes)])
 
-    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None],
+    def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None] | None = None,
                  steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its engine output for the query rows xq and the stacked model's prediction beside it."""
+        """Per member: its engine output for the query rows xq (routed by `routes`, else `_routes`) and the stacked
+        model's prediction beside it."""
+        routes = self._routes(xq) if routes is None else routes
         steps = steps or StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device)
                                      * len(self._ovr_classes()))
         return [self._member_output(m, route, xq, detail, None, steps) for m, route in zip(self.members_, routes)]
 
-    def _query_rows(self, X: Any) -> tuple[np.ndarray, UnclippedRows, list[np.ndarray | None]]:
-        """Standardised query rows, their detail, and each member's routing of them."""
+    def _query_rows(self, X: Any) -> tuple[np.ndarray, UnclippedRows]:
+        """Standardised query rows and their detail."""
         check_is_fitted(self, "members_")
         frame = self._query_frame(X, "query")
         detail = self.preprocessor_.detail(frame, "query")
         self.preprocessor_.warn_unreadable(frame, detail.values, "query")
-        xq = detail.clipped()
-        return xq, detail, self._routes(xq)
+        return detail.clipped(), detail
 
     def _routes(self, xq: np.ndarray) -> list[np.ndarray | None]:
         """Each member's routing of the standardised query rows to its local parts (None: its whole context)."""
