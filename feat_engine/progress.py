@@ -180,12 +180,13 @@ class StepCounter:
             return clock + (1 - within) * (clock - clock0) / (within - within0)
         return clock / within if within0 >= TOLD_SHARE else None
 
-    def drop(self, runs: int) -> None:
-        """Take `runs` planned engine runs out of the stream: runs found not to be needed (a member read for its
-        stacked models alone), so that the share done stays a share of the time left."""
+    def expect(self, runs: int) -> None:
+        """Plan `runs` engine runs in all (never fewer than made): as things stand, members to be read for their
+        stacked models alone do not run theirs, so that the share done stays a share of the time left."""
         with self._lock:
-            self._planned["run"] -= runs
-            self.n_runs -= runs
+            runs = max(runs, self._made["run"])
+            self.n_runs += runs - self._planned["run"]
+            self._planned["run"] = runs
 
     def note(self, message: str) -> None:
         """Report `message` at the share done so far (on the counter's own thread, between runs)."""

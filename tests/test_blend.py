@@ -446,6 +446,17 @@ def test_prediction_change_reads_probabilities_as_total_variation_and_numbers_as
     assert prediction_change(np.array([1.0, 2.0]), np.array([1.5, 1.0])) == pytest.approx(0.75)
 
 
+def test_the_engine_runs_a_fit_expects_are_those_of_members_that_will_read_the_engine_as_things_stand():
+    """Four members of 10, 20, 30 and 40 runs (SURE_ONES = 2): after the first chose a lower weight than 1, all; after
+    it chose 1, its own and the second's (two in a row settle the rest); after two in a row, the two read."""
+    from feat_engine.reading.members import SURE_ONES, engine_runs_expected
+    assert SURE_ONES == 2
+    runs = [10, 20, 30, 40]
+    assert engine_runs_expected(runs, 1, 0) == 100 and engine_runs_expected(runs, 1, 1) == 30
+    assert engine_runs_expected(runs, 2, 2) == 30 and engine_runs_expected(runs, 3, 1) == 100
+    assert engine_runs_expected(runs, 4, 1) == 100
+
+
 def test_the_member_sentence_gives_each_change_and_says_when_there_was_none_to_measure():
     from feat_engine.reading.members import MemberChoice
 

@@ -564,10 +564,15 @@ def test_the_engines_pace_carries_over_between_runs_read_one_at_a_time_and_side_
     assert all(p.seconds(1e6) > 0 for p in paces.values())
 
 
-def test_step_counter_drops_runs_found_not_needed(monkeypatch):
-    """A fit of 2 s and 4 planned runs of 1 s, two of them dropped: after the other two the stream is done."""
+def test_step_counter_plans_the_runs_expected_as_things_stand(monkeypatch):
+    """A fit of 2 s and 4 planned runs of 1 s: expected to be 1 (never fewer than made, and put back), then 2 of
+    them; after those two the stream is done."""
     steps, now, seen = _counter_after_a_fit(monkeypatch, 5, 2.0)
-    steps.drop(2)
+    steps.expect(1)
+    assert steps.n_runs == 2
+    steps.expect(3)
+    assert steps.n_runs == 4
+    steps.expect(2)
     for i in range(2):
         run = steps.callback(f"part {i + 1}/2")
         run(0, 1, "encoding")

@@ -24,7 +24,7 @@ from ..reading.context_size import HeldOutLoss, choose_local_context
 from ..reading.giveaways import giveaways
 from ..reading.local_parts import local_contexts, rows_per_run
 from ..reading.members import (MEMBER_TOL, RULE_MEMBERS, SHORT_MEMBERS, SURE_ONES, Member, MemberChoice,
-                               content_order, plan_members, planned_members, positions,
+                               content_order, engine_runs_expected, plan_members, planned_members, positions,
                                prediction_change)
 from ..reading.read_budget import READ_CELLS, ReadPlan, plan_reading
 from ..reading.relevance import relevance
@@ -221,17 +221,17 @@ class InContextBase(FEATBase, ABC):
         member's routing of the held rows), member by member, each member's target statistics and stacked models
         fitted when it is reached. Stop after the first member that changes the blended predictions of the held
         rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read; after SURE_ONES in a row
-        chose weight 1, read for their stacked models alone (every member has them where the first has: they are
-        fitted on every context row). Returns the blend's weight; None where no run has a stacked model. Only
-        context rows are read, so the number of members never depends on the query rows. Where the runs have stacked
-        models, `steps` is told from the start whether the predictions would read the engine (`progress.blend_note`)."""
+        chose weight 1, read for their stacked models alone (fitted on every context row), as `steps` expects after
+        each blend. Returns the blend's weight; None where no run has a stacked model. Only context rows are read, so
+        the number of members never depends on the query rows. Where the runs have stacked models, `steps` is told
+        from the start whether the predictions would read the engine (`progress.blend_note`)."""
         xq, own, alone, shared = self.context_[held], detail[held], self._fits_alone(), {}
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
         if self._one_target(self._ovr_classes()[0], classification):         # the runs have stacked models
             steps.note(blend_note(None, self._one_reads_some()))        # whether the predictions read the engine
-        for m, route in zip(self.members_, routes):
-            if settled := ones >= SURE_ONES:             # its engine runs, planned in `steps`, will not run
-                steps.drop(runner.count_runs([m], [route], self.device) * len(self._ovr_classes()))
+        runs = [runner.count_runs([m], [r], self.device) for m, r in zip(self.members_, routes)]   # each member's
+        for k, (m, route) in enumerate(zip(self.members_, routes)):
+            settled = ones >= SURE_ONES
             self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
                                                             held, settled))
             outputs.append(self._member_output(m, route, xq, own, held, None) if settled else
@@ -239,6 +239,7 @@ class InContextBase(FEATBase, ABC):
             if not settled:
                 blend, engine = self._choose_blend(outputs, held), engine + 1
                 ones = ones + 1 if blend is not None and blend.weight == 1.0 else 0
+                steps.expect(engine_runs_expected(runs, k + 1, ones) * len(self._ovr_classes()))
             if len(outputs) > 1:
                 w = 0.0 if blend is None else blend.weight
                 changes.append(prediction_change(self._combine(outputs[:-1], w), self._combine(outputs, w)))
@@ -417,8 +418,7 @@ class InContextBase(FEATBase, ABC):
 
     def _outputs(self, xq: np.ndarray, detail: UnclippedRows, routes: list[np.ndarray | None] | None = None,
                  steps: StepCounter | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per member: its engine output for the query rows xq (routed by `routes`, else `_routes`) and the stacked
-        model's prediction beside it."""
+        """Per member: the engine's output for the query rows xq (`routes`, else `_routes`) and the stacked model's."""
         routes = self._routes(xq) if routes is None else routes
         steps = steps or StepCounter(self.progress, runner.count_runs(self.members_, routes, self.device)
                                      * len(self._ovr_classes()))

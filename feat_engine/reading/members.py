@@ -109,6 +109,14 @@ SHORT_MEMBERS = 2   # members read where it cannot (no rows held out): one of ea
 SURE_ONES = 2       # members in a row whose held rows chose weight 1, after which no engine reads them
 
 
+def engine_runs_expected(runs: list[int], read: int, ones: int) -> int:
+    """Of the members' engine runs (`runs`, each member's in order), those that will run as things stand once the
+    first `read` members are read, the last `ones` of them in a row having chosen weight 1: theirs, and the next
+    members' until SURE_ONES in a row have (the rest are read for their stacked models alone); all where the last
+    chose a lower weight."""
+    return sum(runs[:len(runs) if ones == 0 else read + max(0, SURE_ONES - ones)])
+
+
 def planned_members(n_estimators: int | None, rule_runs: bool, labellings: int) -> int:
     """The members `fit` plans: `n_estimators` where given. By default RULE_MEMBERS where the member rule will read
     held-out context rows and keep the members up to the first that no longer moves them (`MemberChoice`); where it
