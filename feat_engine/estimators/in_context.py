@@ -229,7 +229,7 @@ class InContextBase(FEATBase, ABC):
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
         if self._one_target(self._ovr_classes()[0], classification):         # the runs have stacked models
             steps.note(blend_note(None, self._one_reads_some()))        # whether the predictions read the engine
-        runs = [runner.count_runs([m], [r], self.device) for m, r in zip(self.members_, routes)]   # each member's
+        member_runs = [runner.count_runs([m], [r], self.device) for m, r in zip(self.members_, routes)]
         for k, (m, route) in enumerate(zip(self.members_, routes)):
             settled = ones >= SURE_ONES
             self.run_inputs_.append(self._fit_member_inputs(m, alone[m.index], detail, classification, steps, shared,
@@ -239,7 +239,7 @@ class InContextBase(FEATBase, ABC):
             if not settled:
                 blend, engine = self._choose_blend(outputs, held), engine + 1
                 ones = ones + 1 if blend is not None and blend.weight == 1.0 else 0
-                steps.expect(engine_runs_expected(runs, k + 1, ones) * len(self._ovr_classes()))
+                steps.expect(engine_runs_expected(member_runs, k + 1, ones) * len(self._ovr_classes()))
             if len(outputs) > 1:
                 w = 0.0 if blend is None else blend.weight
                 changes.append(prediction_change(self._combine(outputs[:-1], w), self._combine(outputs, w)))
