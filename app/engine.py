@@ -255,7 +255,7 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     dates = [f"'{c.name}' as its {', '.join(words[p] for p in c.parts[:-1])} and {words[c.parts[-1]]}"
              for c in est.preprocessor_.plan_ if c.kind == "datetime" and not c.levels and len(c.parts) > 1]
     read_as = "" if d == est.n_features_in_ else f" (read as {d} features{': ' if dates else ''}{'; '.join(dates)})"
-    said = [f"FEAT learned from {n:,} example rows and {est.n_features_in_} columns{read_as} in one reading, without "
+    said = [f"FEAT learned from {n:,} example rows and {est.n_features_in_} columns{read_as} by reading them, without "
             "training on them." if plan.rows == n else
             f"FEAT read {plan.rows:,} of the {n:,} example rows, a random share, to stay within its reading budget "
             f"(a few minutes on two cores); the classical model beside it learned from all {n:,}."]
