@@ -153,7 +153,7 @@ def report_html(title: str, parts: list[tuple]) -> bytes:
     """One self-contained HTML page of a run: each part a heading and its content, in order: text (Markdown-free
     lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, each column written as the app writes it,
     `numbers.text_frame`: by its kind, or by the formatters a third item of the part gives by column label, empty
-    cells empty) or a Plotly figure (interactive, laid out as on the page by `figures.standalone`; plotly.js is
+    cells empty; a named index as its first column, a 0, 1, 2, ... one left out) or a Plotly figure (interactive, laid out as on the page by `figures.standalone`; plotly.js is
     written once, in the page, so the file opens offline)."""
     import html
 
@@ -163,7 +163,11 @@ def report_html(title: str, parts: list[tuple]) -> bytes:
         if isinstance(content, pd.DataFrame):
             shown = content.head(REPORT_ROWS)
             formats = {**numbers.formats_for(content), **(how[0] if how else {})}   # kinds from every row
-            body.append(numbers.text_frame(shown, formats).to_html(na_rep="", border=0, classes="table"))
+            frame = numbers.text_frame(shown, formats)
+            keyed = frame.index.name is not None          # a table keyed by its index ("method"): the key a column
+            frame = frame.reset_index() if keyed else frame
+            body.append(frame.to_html(index=not keyed and not isinstance(frame.index, pd.RangeIndex), na_rep="",
+                                      border=0, classes="table"))
             if len(content) > len(shown):
                 body.append(f"<p>The first {len(shown):,} of {len(content):,} rows; the CSV download has them all.</p>")
         elif hasattr(content, "to_html"):            # a Plotly figure

@@ -791,6 +791,10 @@ def test_a_run_report_is_one_offline_page_with_every_part():
     assert "<li>seed: 0</li>" in page and "read &lt;it&gt;" in page
     assert page.count("<tr>") == downloads.REPORT_ROWS and f"of {downloads.REPORT_ROWS + 5:,} rows" in page
     assert ">2.5<" in page and page.count("Plotly.newPlot") == 2 and page.count("plotly.js v") == 1
+    assert "<th>0</th>" not in page and "<td>0</td>" in page                # no 0, 1, 2, ... index beside `row`
+    keyed = pd.DataFrame({"R²": [0.2, 0.1]}, index=pd.Index(["FEAT", "LightGBM"], name="method"))
+    page = downloads.report_html("t", [("Scores", keyed)]).decode()
+    assert page.count("<tr") == 3 and "<th>method</th>" in page and "<td>FEAT</td>" in page   # one header row
 
 
 # --------------------------------------------------------------------------- text that fits, in an analyst's words
