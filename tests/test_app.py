@@ -355,6 +355,24 @@ def test_members_default_to_the_engines_reading_plan(monkeypatch):
     assert at.number_input(key="pred_nest").value == SHORT_MEMBERS > 1
 
 
+def test_the_readings_default_is_the_estimators_for_the_rows_feat_learns_from():
+    """Evaluate learns from the training part: 3,375 of 4,500 labelled rows, too few to hold rows out for the member
+    rule, so the estimators read SHORT_MEMBERS; Fill in learns from all 4,500, where the rule chooses among
+    RULE_MEMBERS."""
+    from feat_engine.reading.members import RULE_MEMBERS, SHORT_MEMBERS
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(4500, 3)), columns=["a", "b", "c"])
+    df["label"] = np.where(df["a"] + rng.normal(size=4500) > 0, "yes", "no")
+    at = new_app()
+    upload(at, "long.csv", csv(df))
+    at.switch_page("views/predict.py").run()
+    assert "4,500 labelled rows" in " ".join(c.value for c in at.caption)          # the target: `label`
+    assert at.radio(key="predict_mode").value == "Evaluate" and at.number_input(key="pred_nest").value == SHORT_MEMBERS
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    assert at.number_input(key="pred_nest").value == RULE_MEMBERS != SHORT_MEMBERS
+
+
 def test_context_cap_defaults_to_the_budget_and_reaches_the_estimator():
     """The Predict view lets FEAT read as many example rows as its budget allows (0) unless the user caps them; the
     cap reaches the estimator, whose reading names the rows it read (here a cap of 60 on 90 training rows)."""

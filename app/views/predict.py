@@ -1,6 +1,7 @@
 """Predict: pick a target; Evaluate on a holdout next to a GBDT, or Fill in missing targets."""
 from __future__ import annotations
 
+import math
 import os
 import time
 from functools import partial
@@ -93,7 +94,12 @@ n_missing_y = int(y_all.isna().sum())
 st.caption(f"{X_all.shape[1]} features, {len(y_all) - n_missing_y:,} labelled rows, {n_missing_y:,} rows with the target missing.")
 
 n_classes = int(y_all.nunique()) if task == "classification" else 0
-members = engine.reading_plan(task, state.run_params(), len(y_all) - n_missing_y, X_all.shape[1], n_classes).members
+# FEAT's default readings are the estimators' for the rows it learns from: in Evaluate, the training part
+# (`train_test_split` holds out the ceiling of the holdout's share)
+labelled_n = len(y_all) - n_missing_y
+learn_n = labelled_n - math.ceil(st.session_state.get("pred_holdout", 0.25) * labelled_n) if mode == "Evaluate" \
+    else labelled_n
+members = engine.reading_plan(task, state.run_params(), learn_n, X_all.shape[1], n_classes).members
 if st.session_state.get("pred_nest_default") != (ds["digest"], members):   # a new table: its own default
     st.session_state["pred_nest"], st.session_state["pred_nest_default"] = members, (ds["digest"], members)
 with st.form("predict_form"):
@@ -105,7 +111,8 @@ with st.form("predict_form"):
                                  "rows and columns in another order, and averages the answers: more readings are "
                                  "steadier and slower. One reading goes through the example rows once (once per "
                                  "class, where more than two classes are read one against the rest). The default "
-                                 f"is FEAT's own ({members} on this table): 2 below 4,096 example rows (1 where "
+                                 f"is FEAT's own ({members} for the {learn_n:,} example rows it learns from): 2 "
+                                 "below 4,096 example rows (1 where "
                                  "more than two classes are each read against the rest, which reads the rows once "
                                  "per class); up to 4 on longer tables, where FEAT stops adding readings once one "
                                  "no longer changes its answers on example rows it sets aside; fewer on very large "
