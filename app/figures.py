@@ -131,7 +131,7 @@ def asymmetric_part(a: pd.DataFrame, part: str) -> pd.DataFrame:
 
 def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", diverging: bool = False,
             blank_diagonal: bool = False) -> go.Figure:
-    """A square matrix as a heatmap in `order`, tall enough to label every column (`heatmap_height`);
+    """A square matrix as a heatmap in `order`, tall enough to label every column (`heatmap_height`, `every_label`);
     `blank_diagonal` leaves the diagonal empty (FEAT's is zero by construction and would stretch the colour
     scale)."""
     order = list(m.index) if order is None else [o for o in order if o in m.index]
@@ -147,9 +147,7 @@ def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", divergi
         kw = dict(colorscale="Viridis")
     labels = [str(c) for c in order]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, hovertemplate="row %{y}<br>column %{x}<br>%{z:.3f}<extra></extra>", **kw))
-    font = dict(size=11 if len(labels) <= 20 else 9)
-    every = dict(tickmode="array", tickvals=labels, ticktext=[t if len(t) <= 18 else t[:17] + "…" for t in labels],
-                 tickfont=font, type="category")
+    every = every_label(labels)
     fig.update_layout(title=dict(text=title, font=dict(size=14)), height=heatmap_height(len(labels)),
                       margin=dict(l=10, r=10, t=50, b=10))
     fig.update_yaxes(autorange="reversed", **every)
@@ -157,12 +155,19 @@ def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", divergi
     return fig
 
 
-HALF_WIDTH_LABELS = 20    # columns a heatmap half the page wide labels at 16 px each; more take the page's width
+def every_label(labels: list[str]) -> dict:
+    """Axis settings that label every one of `labels` (Plotly's own ticks skip some past a few dozen), each cut to 18
+    characters, in a smaller font past 20."""
+    return dict(tickmode="array", tickvals=labels, ticktext=[t if len(t) <= 18 else t[:17] + "…" for t in labels],
+                tickfont=dict(size=11 if len(labels) <= 20 else 9), type="category")
 
 
-def heatmaps_per_row(n: int) -> int:
-    """Heatmaps of n columns side by side: two, or one where half the page would crowd the x axis' labels (RandHIE's
-    44 columns overlapped at 7 px a label)."""
+HALF_WIDTH_LABELS = 20    # columns a chart half the page wide labels at 16 px each; more take the page's width
+
+
+def charts_per_row(n: int) -> int:
+    """Charts with a label per column of n side by side: two, or one where half the page would crowd the x axis'
+    labels (RandHIE's 44 columns overlapped at 7 px a label)."""
     return 2 if n <= HALF_WIDTH_LABELS else 1
 
 
@@ -345,7 +350,7 @@ def missingness_bars(empty: pd.DataFrame) -> go.Figure:
                            hovertemplate="%{x}<br>%{y:.1%} empty (%{customdata} cells)<extra></extra>"))
     fig.update_layout(title=wrap("Share of empty cells in each column"), height=320, margin=dict(l=10, r=10, t=40, b=10),
                       yaxis=dict(tickformat=".0%", range=[0, max(0.05, float(share.max()) * 1.1)]))
-    fig.update_xaxes(tickangle=-60)
+    fig.update_xaxes(tickangle=-60, **every_label([str(c) for c in empty.columns]))
     return fig
 
 
@@ -362,7 +367,7 @@ def missingness_matrix(empty: pd.DataFrame, n_rows: int = 200, seed: int = 0) ->
     fig.update_layout(title=title, height=360 + LINE_PX * (lines_of(title) - 1),
                       margin=dict(l=10, r=10, t=40 + LINE_PX * (lines_of(title) - 1), b=10))
     fig.update_yaxes(autorange="reversed", showticklabels=False, title="rows")
-    fig.update_xaxes(tickangle=-60)
+    fig.update_xaxes(tickangle=-60, **every_label([str(c) for c in empty.columns]))
     return fig
 
 

@@ -382,7 +382,7 @@ def test_heatmap_spec_and_parts():
     assert figures.asymmetric_part(a, "AT").loc["a1", "a2"] == a.loc["a2", "a1"]
     dfig = figures.heatmap(diff, order, diverging=True)
     assert dfig.data[0].zmid == 0
-    assert figures.heatmaps_per_row(figures.HALF_WIDTH_LABELS) == 2 and figures.heatmaps_per_row(44) == 1
+    assert figures.charts_per_row(figures.HALF_WIDTH_LABELS) == 2 and figures.charts_per_row(44) == 1
     with pytest.raises(ValueError):
         figures.asymmetric_part(a, "B")
 
@@ -473,6 +473,10 @@ def test_missingness_figures_count_the_cells_empty_as_feat_reads_them():
     big = pd.DataFrame(np.where(np.random.default_rng(0).random((1000, 3)) < 0.1, np.nan, 1.0), columns=list("xyz"))
     mat = figures.missingness_matrix(big.isna(), n_rows=100)
     assert np.asarray(mat.data[0].z).shape == (100, 3)
+    wide = pd.DataFrame(False, index=range(10), columns=[f"column_{i}_of_the_loans" for i in range(56)])
+    for fig in (figures.missingness_bars(wide), figures.missingness_matrix(wide)):    # every column labelled, cut
+        assert len(fig.layout.xaxis.tickvals) == 56 and fig.layout.xaxis.ticktext[0] == "column_0_of_the_l…"
+    assert figures.charts_per_row(56) == 1                                  # the Data view gives each the page's width
 
 
 def test_prediction_figures():

@@ -159,6 +159,6 @@ if not empty.to_numpy().any():
 else:
     st.caption(f"{metrics.card_text(int(empty.to_numpy().sum()))} empty cells in "
                f"{metrics.card_text(int(empty.any(axis=1).sum()))} of {metrics.card_text(len(df))} rows.")
-    c1, c2 = st.columns(2)
+    c1, c2 = st.columns(2) if figures.charts_per_row(empty.shape[1]) == 2 else (st.container(), st.container())
     c1.plotly_chart(figures.missingness_bars(empty), width="stretch", key="miss_bars")
     c2.plotly_chart(figures.missingness_matrix(empty), width="stretch", key="miss_matrix")

@@ -98,7 +98,7 @@ maps = {"hm_dependence": figures.heatmap(figures.asymmetric_part(mats["FEAT depe
         "hm_mi": figures.heatmap(mats["Mutual information"], order, "Mutual information (nats)", blank_diagonal=True),
         "hm_pearson": figures.heatmap(mats["Pearson"], order, "Pearson correlation r", diverging=True),
         "hm_spearman": figures.heatmap(mats["Spearman"], order, "Spearman rank correlation ρ", diverging=True)}
-per_row = figures.heatmaps_per_row(len(order))
+per_row = figures.charts_per_row(len(order))
 for col, (key, fig) in zip([c for _ in range(6 // per_row) for c in st.columns(per_row)], maps.items()):
     col.plotly_chart(fig, width="stretch", key=key)
 report = [("The run", [f"{len(order)} columns, {res['n_rows']:,} rows" + (f", target {tgt!r}" if tgt else ""),
