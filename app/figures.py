@@ -468,7 +468,7 @@ def imputation_bars(scores: pd.DataFrame, metric: str) -> go.Figure:
     better = "lower is better" if metric == "NRMSE" else "higher is better"
     fig.update_layout(barmode="group", height=360, title=f"{metric} per column ({better})",
                       margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(tickangle=-60)
+    fig.update_xaxes(tickangle=-60, **every_label(list(dict.fromkeys(sub["column"].astype(str)))))
     return fig
 
 

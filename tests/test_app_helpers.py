@@ -488,7 +488,7 @@ def test_prediction_figures():
     assert s.data[0].marker.color == figures.FEAT_COLOR and s.data[1].marker.color == figures.BASELINE_COLOR
     scores = pd.DataFrame({"column": ["x", "x"], "method": ["FEAT", "KNN"], "metric": "NRMSE", "value": [0.5, 0.7]})
     b = figures.imputation_bars(scores, "NRMSE")
-    assert [t.name for t in b.data] == ["FEAT", "KNN"]
+    assert [t.name for t in b.data] == ["FEAT", "KNN"] and list(b.layout.xaxis.tickvals) == ["x"]   # each column once
 
 
 def test_roc_and_precision_recall_figures_from_plain_arrays():
