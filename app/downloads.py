@@ -153,8 +153,9 @@ def report_html(title: str, parts: list[tuple]) -> bytes:
     """One self-contained HTML page of a run: each part a heading and its content, in order: text (Markdown-free
     lines), a list of lines, a DataFrame (its first REPORT_ROWS rows, each column written as the app writes it,
     `numbers.text_frame`: by its kind, or by the formatters a third item of the part gives by column label, empty
-    cells empty; a named index as its first column, a 0, 1, 2, ... one left out) or a Plotly figure (interactive, laid out as on the page by `figures.standalone`; plotly.js is
-    written once, in the page, so the file opens offline)."""
+    cells empty; a named index as its first column, a 0, 1, 2, ... one left out) or a Plotly figure (interactive,
+    laid out as on the page by `figures.standalone`; plotly.js is written once, in the page, so the file opens
+    offline)."""
     import html
 
     body, script = [], True
