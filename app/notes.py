@@ -3,6 +3,7 @@ warnings as the page shows them (`note_words`), and the columns of a masking run
 simplest method (`worse_than`)."""
 from __future__ import annotations
 
+import ast
 import re
 
 import pandas as pd
@@ -23,7 +24,7 @@ _NOTE_WORDS = [
     (re.compile(r"\bdropped constant \(or empty\) columns (.+): they carry no information"),
      r"left out the columns \1: every cell holds the same value, or none"),
     (re.compile(r"^columns (.+) were dropped \(.+\) and keep their missing cells$"),
-     r"the empty cells of the columns \1 stay empty: FEAT leaves those columns out"),
+     r"the empty cells stay empty in the columns \1, which FEAT leaves out"),
     (re.compile(r"\bquery columns differ from the context's\b"),
      "the columns of the rows to predict differ from the example rows'"),
     (re.compile(r"\bcontext rows\b"), "example rows"),
@@ -35,13 +36,27 @@ _NOTE_WORDS = [
 ]
 
 
+_LISTED = re.compile(r"\bthe columns (\[[^\]]*\])")     # a list of column names as Python writes it
+
+
+def _listed(match: re.Match) -> str:
+    """"the columns ['a', 'b', 'c']" -> "the columns 'a', 'b' and 'c'" ("the column 'a'" for one)."""
+    try:
+        names = [f"'{name}'" for name in ast.literal_eval(match.group(1))]
+    except (ValueError, SyntaxError):
+        return match.group(0)
+    if len(names) < 2:
+        return f"the column {''.join(names)}"
+    return f"the columns {', '.join(names[:-1])} and {names[-1]}"
+
+
 def note_words(note: str) -> str:
     """One of FEAT's warnings in an analyst's words ("query column 'country': 2 rows hold a level the context does
     not have (e.g. 'Peru'), read as missing" -> "column 'country': 2 of the rows to predict hold a category that
-    none of the example rows has (e.g. 'Peru'), read as empty")."""
+    none of the example rows has (e.g. 'Peru'), read as empty"), lists of columns as a sentence writes them."""
     for pattern, words in _NOTE_WORDS:
         note = pattern.sub(words, note)
-    return note
+    return _LISTED.sub(_listed, note)
 
 
 def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = "FEAT") -> list[str]:
