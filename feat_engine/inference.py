@@ -162,15 +162,15 @@ def warm_up(model: FEAT, device: str | torch.device = "auto", precision: str = "
         device=device)
     n, m, d = WARM_UP
     tables = [rng.normal(size=(n + m, d)).astype(np.float32) for _ in range(runs_at_once(2, device))]
-    pace = []
-    for batch in ([tables[0]], tables):
+    pace = {}
+    for batch in {1: tables[:1], len(tables): tables}.values():    # one alone, then side by side (one thread: once)
         began = time.monotonic()
         map_runs(lambda t: run(model, t[:n], (t[:n, 0] > 0).astype(np.float32), t[n:], "classification", n_classes=2,
                                cfg=cfg, device=device), batch, device)
         seconds = time.monotonic() - began
         ENGINE_PACE[len(batch)].add(seconds, len(batch) * (n + m) * (d + 1))
-        pace.append(seconds / len(batch))
-    AT_ONCE[len(tables)] = pace[1] / pace[0]
+        pace[len(batch)] = seconds / len(batch)
+    AT_ONCE[len(tables)] = pace[len(tables)] / pace[1]
 
 
 @torch.no_grad()

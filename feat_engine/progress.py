@@ -55,7 +55,7 @@ class Pace:
 # the engine's seconds per cell (rows read x the member's features + 1) of its reads (`runner.member_output`), by
 # how many runs it reads at once (`inference.runs_at_once`): one run on every thread leaves cores idle that runs side
 # by side use. Both are first timed when a checkpoint loads (`inference.warm_up`, on tables of a local part's shape),
-# and AT_ONCE, each number's seconds a cell against one run at a time's there (0.70-0.85 on two cores), carries a
+# and AT_ONCE, each number's seconds a cell against one run at a time's there (0.68-0.89 on two cores), carries a
 # pace measured one way over to the other (docs/decisions/0038-app.md)
 ENGINE_PACE: dict[int, Pace] = defaultdict(Pace)
 AT_ONCE: dict[int, float] = {1: 1.0}
