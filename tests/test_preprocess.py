@@ -207,6 +207,29 @@ def test_inverse_keeps_each_number_within_its_columns_support():
     pd.testing.assert_frame_equal(out.iloc[3:], df.iloc[3:])
 
 
+def test_a_column_of_few_values_seen_often_is_filled_with_the_nearest_of_them():
+    """Income in four brackets, each seen 15 times, is filled with a bracket (the nearest to FEAT's value),
+    never between two; a column of as many rows whose values are many keeps its own fill; and `support.within`
+    picks what the nearest by brute force picks, on random values and levels."""
+    from feat_engine.preprocess.support import within
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"income": np.repeat([2_500.0, 7_500.0, 15_000.0, 35_000.0], 15),
+                       "spend": np.round(rng.uniform(0, 100, 60), 1)})
+    pre = TablePreprocessor().fit(df)
+    holes = df.copy()
+    holes.iloc[:4] = np.nan
+    values = np.array([[20_000.0, 42.37], [11_000.0, 42.37], [-1e6, 42.37], [34_000.0, 42.37]] + [[0.0, 0.0]] * 56)
+    out = pre.inverse_transform((values - pre.mean_) / pre.std_, holes)
+    assert out["income"].iloc[:4].tolist() == [15_000.0, 7_500.0, 2_500.0, 35_000.0]
+    assert out["spend"].iloc[:4].tolist() == [42.4] * 4
+    levels = np.sort(rng.normal(size=9))
+    v = np.append(rng.normal(scale=2, size=500), np.nan)
+    brute = levels[np.abs(v[:-1, None] - levels).argmin(1)]
+    np.testing.assert_array_equal(within(v, -np.inf, np.inf, None, tuple(levels))[:-1], brute)
+    assert np.isnan(within(v, -np.inf, np.inf, None, tuple(levels))[-1])
+
+
 def test_a_filled_date_stays_within_its_columns_range_and_calendar_grid():
     """Dates come back within the observed range and on the grid every observed date lies on: a monthly column's
     filled dates are months' first days (the app once filled 1968-08-05 into one), a yearly one's years' first

@@ -98,8 +98,8 @@ class FEATImputer(TransformerMixin, FEATBase):
         errors); NaN elsewhere. A draw (`sample_posterior`) is made by that fit; a most likely number by a fit on
         every known cell, its errors measured by a second fit of at most ERROR_CONTEXT context rows. A filled
         number stays within its column's observed range, at the decimals its values carry (whole where they are
-        whole), a filled date within its range and on its calendar grid. A DataFrame of X's shape, on X's index and
-        columns."""
+        whole), one of its values where it takes few (`preprocess.support`), a filled date within its range and on
+        its calendar grid. A DataFrame of X's shape, on X's index and columns."""
         check_is_fitted(self, "context_")
         frame = self.preprocessor_.marks_as_missing(self._query_frame(X, "X"))     # "?" in a column of numbers: a hole
         xz = self.preprocessor_.transform(frame, "query")

@@ -1,7 +1,8 @@
 """Real tables -> the engine's float32 matrices, and back: how each column is typed, encoded, standardised and filled
-back (`columns.py`), the numbers a date is read as and the calendar grid it keeps (`dates.py`), and the numbers and
-dates a text column holds (`text_values.py`: "$1,234.50", "12%", dates or times of day written one way). The one
-reading of a table for the estimators, the CLI and the app (docs/decisions/0012-preprocessing.md).
+back (`columns.py`), the numbers a date is read as and the calendar grid it keeps (`dates.py`), the values a filled
+number may take (`support.py`), and the numbers and dates a text column holds (`text_values.py`: "$1,234.50", "12%",
+dates or times of day written one way). The one reading of a table for the estimators, the CLI and the app
+(docs/decisions/0012-preprocessing.md).
 """
 from .columns import (CLIP, NOMINAL_MIN_LEVELS, ColumnPlan, TablePreprocessor, UnclippedRows, as_frame, column_kind,
                       numbers, plan_column, standardise, unordered)

@@ -3,8 +3,8 @@ standardised with the context's statistics and clipped to +-CLIP; categorical co
 the context, nominal ones marked for target statistics (`target_stats.py`); datetimes (and text columns of dates)
 become numeric parts; near-unique text/ID and constant columns are dropped with a `FEATDataWarning`; missing cells
 are NaN. `TablePreprocessor.inverse_transform` fills only the original table's NaN cells, each number within its
-column's support: the context's range, whole numbers where the column holds only whole numbers
-(docs/decisions/0012-preprocessing.md)."""
+column's support (`support.py`): the context's range, the decimals its values carry, one of its values where it takes
+few (docs/decisions/0012-preprocessing.md)."""
 from __future__ import annotations
 
 import warnings
@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, named, readable_cells, sklearn_words
 from .dates import DATE_PARTS, date_grid, from_days, on_grid
+from .support import decimals, few_values, within
 from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, format_number, missing_marks,
                           number_format, numbers_in_text, parse_numbers, read_dates)
 
@@ -25,7 +26,6 @@ CLIP = 5.0                    # standardised values are clipped to [-CLIP, CLIP]
 ID_UNIQUE_SHARE = 0.9         # text columns with more unique values than this share of rows ...
 ID_MIN_UNIQUE = 20            # ... and at least this many of them are treated as IDs and dropped
 NOMINAL_MIN_LEVELS = 3        # unordered categoricals with at least this many levels get target statistics
-MAX_DECIMALS = 4              # a numeric column whose values carry at most this many decimals gets its fills rounded
 
 
 def standardise(X: np.ndarray, n_ctx: int) -> np.ndarray:
@@ -122,7 +122,8 @@ class ColumnPlan:
     kind: str                                  # numeric | categorical | datetime
     parts: list[str] = field(default_factory=list)   # kept datetime parts
     categories: pd.Index | None = None
-    decimals: int | None = None                # numeric: the most decimals its values carry (None: past MAX_DECIMALS)
+    decimals: int | None = None                # numeric: the most decimals its values carry (`support.decimals`)
+    fill_values: tuple[float, ...] = ()        # numeric: its few values, one of which a fill takes (`few_values`)
     lower: float = -np.inf                     # numeric (dates: in days): the smallest and largest context value;
     upper: float = np.inf                      # ... an inverse stays within them (a count gets no negative)
     grid: str | None = None                    # datetime: the calendar grid its values lie on (`dates.date_grid`)
@@ -222,9 +223,8 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         v = raw[np.isfinite(raw)]
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
-        d = next((d for d in range(MAX_DECIMALS + 1) if np.allclose(v * 10.0**d, np.round(v * 10.0**d), 1e-9, 0)), None)
-        return ColumnPlan(s.name, kind, decimals=d, lower=float(v.min()), upper=float(v.max()), text=text,
-                          number_format=shape)
+        return ColumnPlan(s.name, kind, decimals=decimals(v), lower=float(v.min()), upper=float(v.max()), text=text,
+                          number_format=shape, fill_values=few_values(v))
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     marks = cats[missing_marks(pd.Series(cats), CATEGORY_MARKS).to_numpy()]
     if len(marks):                                     # "?" is no category: read as missing
@@ -389,7 +389,7 @@ class TablePreprocessor:
 
     def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
         """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes. A number
-        stays within its column's support (`ColumnPlan.lower`/`upper`, whole where `integer`).
+        stays within its column's support (`support.within`: its range, decimals and few values).
 
         Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant.
         """
@@ -415,8 +415,7 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
-        v = np.clip(v, c.lower, c.upper)          # the column's support: its observed range, at its decimals (whole
-        v = v if c.decimals is None else np.round(v, c.decimals)          # numbers whole: a count of 2.7 is no count)
+        v = within(v, c.lower, c.upper, c.decimals, c.fill_values)      # the column's support
         shape = c.number_format or ("{:.0f}" if c.integer else "{:.6g}")
         return pd.Series([format_number(shape, x) for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
@@ -444,6 +443,3 @@ def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
         return out
     out[nan] = new
     return out if out.dtype == dtype else out.astype(dtype)
-
-
-# -- targets -----------------------------------------------------------------------------
