@@ -39,15 +39,20 @@ _NOTE_WORDS = [
 _LISTED = re.compile(r"\bthe columns (\[[^\]]*\])")     # a list of column names as Python writes it
 
 
-def _listed(match: re.Match) -> str:
-    """"the columns ['a', 'b', 'c']" -> "the columns 'a', 'b' and 'c'" ("the column 'a'" for one)."""
-    try:
-        names = [f"'{name}'" for name in ast.literal_eval(match.group(1))]
-    except (ValueError, SyntaxError):
-        return match.group(0)
+def columns_text(columns: list) -> str:
+    """Columns as a sentence names them: "the columns 'a', 'b' and 'c'", "the column 'a'" for one."""
+    names = [f"'{name}'" for name in columns]
     if len(names) < 2:
         return f"the column {''.join(names)}"
     return f"the columns {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _listed(match: re.Match) -> str:
+    """"the columns ['a', 'b', 'c']" -> `columns_text`'s sentence."""
+    try:
+        return columns_text(ast.literal_eval(match.group(1)))
+    except (ValueError, SyntaxError):
+        return match.group(0)
 
 
 def note_words(note: str) -> str:

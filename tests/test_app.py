@@ -828,6 +828,10 @@ def test_relations_heatmaps_graph_and_parts(monkeypatch):
     assert np.allclose(colours, figures.target_relation(a, "cultivar")[colours.index])
     bars = [s for s in charts(at) if s["data"][0]["type"] == "bar"]
     assert len(bars) == 1 and [t["name"] for t in bars[0]["data"]] == list(mats)
+    # the target's three classes, named as text, have no order: no correlation, and the page says why
+    for m in ("Pearson", "Spearman"):
+        assert mats[m]["cultivar"].isna().all() and mats[m].drop(index="cultivar", columns="cultivar").notna().all(None)
+    assert sum("leave the column 'cultivar' blank" in c.value for c in at.caption) == 1
     # the asymmetric part of both FEAT matrices: A - A^T is antisymmetric
     at.radio(key="rel_part").set_value("A-AT").run()
     no_trouble(at)

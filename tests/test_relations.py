@@ -19,7 +19,7 @@ from feat_engine.checkpoint import (
 )
 from feat_engine.errors import CheckpointError
 from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead
-from feat_engine.relations.correlations import pair_statistics
+from feat_engine.relations.correlations import pair_statistics, without_order
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,20 @@ def test_pearson_and_spearman_share_the_order(table):
     # a target written as money is its numbers, as for the estimators
     money = table.assign(c=[f"${v:,.6f}" for v in table["c"]])
     pd.testing.assert_frame_equal(pearson_matrix(money, target="c"), pearson_matrix(table, target="c"), atol=1e-5)
+
+
+def test_correlations_leave_out_categories_without_an_order(table):
+    """A category of three levels without an order, and a target of three classes named as text, have no correlation:
+    their codes follow the alphabet (renaming one level would change it). An ordered category keeps its order, two
+    levels and the numbers keep theirs."""
+    levels = np.array(["low", "mid", "high"])[np.digitize(table["c"], [-0.5, 0.5])]
+    df = table.assign(shade=levels, size=pd.Categorical(levels, ["low", "mid", "high"], ordered=True),
+                      cls=np.array(["hi", "lo", "mid"])[np.digitize(table["a"], [-0.5, 0.5])]).drop(columns="y")
+    assert without_order(df, target="cls") == ["shade", "cls"] and without_order(df) == ["shade", "cls"]
+    for m in (pearson_matrix(df, target="cls"), spearman_matrix(df, target="cls")):
+        assert m[["shade", "cls"]].isna().all().all() and m.loc[["shade", "cls"]].isna().all().all()
+        kept = m.drop(index=["shade", "cls"], columns=["shade", "cls"])
+        assert kept.notna().all().all() and abs(kept.loc["size", "c"]) > 0.5 and abs(kept.loc["colour", "b"]) > 0.5
 
 
 def test_mutual_information_sees_what_the_correlations_cannot(table):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import downloads, engine, figures, state
+from app import downloads, engine, figures, notes, state
 from app import io as aio
 
 ds, table = state.open_page("Relations")
@@ -101,9 +101,15 @@ maps = {"hm_dependence": figures.heatmap(figures.asymmetric_part(mats["FEAT depe
 per_row = figures.charts_per_row(len(order))
 for col, (key, fig) in zip([c for _ in range(6 // per_row) for c in st.columns(per_row)], maps.items()):
     col.plotly_chart(fig, width="stretch", key=key)
+unordered = [c for c in mats["Pearson"].columns if pd.isna(mats["Pearson"].loc[c, c])]     # no order: no correlation
+blank = (f"Pearson and Spearman leave {notes.columns_text(unordered)} blank: a correlation needs values in an order, "
+         "and these are categories without one (any number would follow the alphabetical order of their names). "
+         "Mutual information and FEAT's matrices read them.") if unordered else None
+if blank:
+    st.caption(blank)
 report = [("The run", [f"{len(order)} columns, {res['n_rows']:,} rows" + (f", target {tgt!r}" if tgt else ""),
                        *res.get("settings", []), f"heatmap axes ordered by a clustering of {order_by}",
-                       f"time: {state.seconds_text(res['seconds'])}"])]
+                       *([blank] if blank else []), f"time: {state.seconds_text(res['seconds'])}"])]
 report += [(fig.layout.title.text, fig) for fig in maps.values()]
 
 st.markdown("#### Dependency graph")

@@ -13,7 +13,7 @@ from scipy.stats import rankdata
 from sklearn.feature_selection import mutual_info_regression
 
 from ..errors import FEATInputError
-from ..preprocess import TablePreprocessor, as_frame
+from ..preprocess import NOMINAL_MIN_LEVELS, TablePreprocessor, as_frame, unordered
 from ..targets import ClassEncoder, infer_task, target_numbers
 
 
@@ -33,13 +33,35 @@ def split_target(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, pd.Seri
 
 def encoded_table(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     """The numeric table all three matrices describe: encoded features, then the target (codes for classes)."""
+    return _encoded(X, target)[0]
+
+
+def without_order(X: Any, target: Hashable | None = None) -> list[str]:
+    """The columns of `encoded_table(X, target)` that are categories without an order, of NOMINAL_MIN_LEVELS levels or
+    more (a class target too): their codes follow the levels' sorted names, so a correlation with them would too."""
+    return _encoded(X, target)[1]
+
+
+def _encoded(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, list[str]]:
+    """`encoded_table` and `without_order`, from one reading of X."""
     X, y = split_target(X, target)
-    enc = TablePreprocessor().fit(X).encode(X)
+    pre = TablePreprocessor().fit(X)
+    enc, blank = pre.encode(X), [f for c in pre.plan_ if c.nominal for f in c.features()]
     if y is not None:
         numbers = target_numbers(y)             # read once; the task rule reads them as they are
         regression = infer_task(numbers) == "regression"
         enc[str(target)] = numbers.to_numpy() if regression else _codes(y, target).astype(float)
-    return enc
+        if not regression and unordered(y) and y.nunique() >= NOMINAL_MIN_LEVELS:
+            blank.append(str(target))
+    return enc, blank
+
+
+def _correlations(X: Any, target: Hashable | None, method: str) -> pd.DataFrame:
+    """`method`'s correlations of the encoded table, NaN in the rows and columns `without_order`."""
+    enc, blank = _encoded(X, target)
+    out = enc.corr(method=method)
+    out.loc[blank, :], out.loc[:, blank] = np.nan, np.nan
+    return out
 
 
 def _codes(y: pd.Series, name: Hashable) -> np.ndarray:
@@ -56,20 +78,22 @@ def pearson_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     X : DataFrame or array-like of shape (n_rows, n_columns)
         The table; array columns are named 0..n_columns-1. Columns the preprocessor drops (constant ones,
         near-unique text or IDs) are left out, and datetime columns expand into their parts.
-        Numbers enter unscaled and categories as their integer codes (so for unordered categories the sign
-        is arbitrary).
+        Numbers enter unscaled, categories as their integer codes: an ordered category's in its order, one of
+        two levels' with the sign its sorted level names give; a category without an order of three or more
+        levels has no correlation (`without_order`: NaN in its row and column).
     target : hashable or None, default None
         Label of a column of X to read as the target: it leaves the features and comes last, as its values
         for a regression target or its class codes for a classification one (a missing target is a missing
-        cell). None: no target row or column.
+        cell; classes named without an order, three or more of them, have no correlation). None: no target row
+        or column.
 
     Returns
     -------
     DataFrame of shape (n_encoded, n_encoded)
         Correlations, indexed and labelled by the encoded feature names, then the target's name; NaN where a
-        column is constant or a pair has too few complete rows.
+        column is constant, is a category without an order, or a pair has too few complete rows.
     """
-    return encoded_table(X, target).corr(method="pearson")
+    return _correlations(X, target, "pearson")
 
 
 def spearman_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
@@ -87,7 +111,7 @@ def spearman_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     DataFrame of shape (n_encoded, n_encoded)
         Rank correlations (pairwise complete rows), labelled as `pearson_matrix`'s.
     """
-    return encoded_table(X, target).corr(method="spearman")
+    return _correlations(X, target, "spearman")
 
 
 def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: int | None = 4096,
