@@ -358,7 +358,7 @@ def test_members_default_to_the_engines_reading_plan(monkeypatch):
 def test_the_readings_default_is_the_estimators_for_the_rows_feat_learns_from():
     """Evaluate learns from the training part: 3,375 of 4,500 labelled rows, too few to hold rows out for the member
     rule, so the estimators read SHORT_MEMBERS; Fill in learns from all 4,500, where the rule chooses among
-    RULE_MEMBERS."""
+    RULE_MEMBERS. Coming back from another page gives the default again (it read 1, the box's minimum)."""
     from feat_engine.reading.members import RULE_MEMBERS, SHORT_MEMBERS
 
     rng = np.random.default_rng(0)
@@ -369,6 +369,9 @@ def test_the_readings_default_is_the_estimators_for_the_rows_feat_learns_from():
     at.switch_page("views/predict.py").run()
     assert "4,500 labelled rows" in " ".join(c.value for c in at.caption)          # the target: `label`
     assert at.radio(key="predict_mode").value == "Evaluate" and at.number_input(key="pred_nest").value == SHORT_MEMBERS
+    at.switch_page("views/data.py").run()           # away and back: the default again, not the box's minimum
+    at.switch_page("views/predict.py").run()
+    assert at.number_input(key="pred_nest").value == SHORT_MEMBERS != 1
     at.radio(key="predict_mode").set_value("Fill in").run()
     assert at.number_input(key="pred_nest").value == RULE_MEMBERS != SHORT_MEMBERS
 

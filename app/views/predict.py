@@ -100,7 +100,9 @@ labelled_n = len(y_all) - n_missing_y
 learn_n = labelled_n - math.ceil(st.session_state.get("pred_holdout", 0.25) * labelled_n) if mode == "Evaluate" \
     else labelled_n
 members = engine.reading_plan(task, state.run_params(), learn_n, X_all.shape[1], n_classes).members
-if st.session_state.get("pred_nest_default") != (ds["digest"], members):   # a new table: its own default
+# a new table or plan gets its own default, and so does the box on coming back to this page: Streamlit drops a
+# widget's value when a page without it runs, and the box then read its minimum, 1
+if st.session_state.get("pred_nest_default") != (ds["digest"], members) or "pred_nest" not in st.session_state:
     st.session_state["pred_nest"], st.session_state["pred_nest_default"] = members, (ds["digest"], members)
 with st.form("predict_form"):
     f1, f2, f3, f4 = st.columns(4)
