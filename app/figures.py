@@ -155,11 +155,19 @@ def heatmap(m: pd.DataFrame, order: list | None = None, title: str = "", divergi
     return fig
 
 
+LABEL_CHARS = 18          # characters an axis label shows at most (`every_label`)
+
+
 def every_label(labels: list[str]) -> dict:
-    """Axis settings that label every one of `labels` (Plotly's own ticks skip some past a few dozen), each cut to 18
-    characters, in a smaller font past 20."""
-    return dict(tickmode="array", tickvals=labels, ticktext=[t if len(t) <= 18 else t[:17] + "…" for t in labels],
-                tickfont=dict(size=11 if len(labels) <= 20 else 9), type="category")
+    """Axis settings that label every one of `labels` (Plotly's own ticks skip some past a few dozen), each cut to
+    LABEL_CHARS characters, in a smaller font past 20. A label is cut at its end, or in its middle where cutting the
+    ends would write two labels alike ("total_amount_2019_q1" and "..._q2" as "total_amount_2019…")."""
+    text = [t if len(t) <= LABEL_CHARS else t[:LABEL_CHARS - 1] + "…" for t in labels]
+    if len(set(text)) < len(set(labels)):
+        head = LABEL_CHARS // 2
+        text = [t if len(t) <= LABEL_CHARS else t[:head] + "…" + t[head + 1 - LABEL_CHARS:] for t in labels]
+    return dict(tickmode="array", tickvals=labels, ticktext=text, tickfont=dict(size=11 if len(labels) <= 20 else 9),
+                type="category")
 
 
 HALF_WIDTH_LABELS = 20    # columns a chart half the page wide labels at 16 px each; more take the page's width

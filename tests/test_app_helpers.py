@@ -476,6 +476,9 @@ def test_missingness_figures_count_the_cells_empty_as_feat_reads_them():
     wide = pd.DataFrame(False, index=range(10), columns=[f"column_{i}_of_the_loans" for i in range(56)])
     for fig in (figures.missingness_bars(wide), figures.missingness_matrix(wide)):    # every column labelled, cut
         assert len(fig.layout.xaxis.tickvals) == 56 and fig.layout.xaxis.ticktext[0] == "column_0_of_the_l…"
+    alike = ["total_amount_2019_q1", "total_amount_2019_q2", "rate"]      # cut at their ends, the two would read alike
+    text = figures.every_label(alike)["ticktext"]
+    assert text == ["total_amo…_2019_q1", "total_amo…_2019_q2", "rate"] and max(map(len, text)) <= figures.LABEL_CHARS
     assert figures.charts_per_row(56) == 1                                  # the Data view gives each the page's width
 
 
