@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 import feat_engine as fe
+from app import summary
 from app.numbers import DIGITS, column_format, format_value
 from feat_engine.inference import runs_at_once, uses_bf16
 from feat_engine.progress import PREP_PACE, SCORING_PACE, Progress, StepCounter, engine_seconds
@@ -251,8 +252,7 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     """How a fitted estimator read its table, in an analyst's words, one sentence an item."""
     n, d = est.context_.shape
     members, choice, plan = est.members_, est.member_choice_, est.read_plan_
-    words = {"days": "date", "month": "month", "weekday": "weekday", "hour": "time of day"}
-    dates = [f"'{c.name}' as its {', '.join(words[p] for p in c.parts[:-1])} and {words[c.parts[-1]]}"
+    dates = [f"'{c.name}' as its {summary.date_parts(c.parts)}"
              for c in est.preprocessor_.plan_ if c.kind == "datetime" and not c.levels and len(c.parts) > 1]
     read_as = "" if d == est.n_features_in_ else f" (read as {d} features{': ' if dates else ''}{'; '.join(dates)})"
     said = [f"FEAT learned from {n:,} example rows and {est.n_features_in_} columns{read_as} by reading them, without "

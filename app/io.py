@@ -202,11 +202,12 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
         plan = plan_column(s)
     if isinstance(plan, str):
         return "ignore", {"near-unique text/ID": "nearly unique text (an id or free text)"}.get(plan, plan)
-    if plan.kind == "datetime":
+    if plan.kind == "datetime":          # read as numbers: its parts
+        parts = f", read as their {summary.date_parts(plan.parts)}"
         if plan.text:
-            return "numeric", (f"{date_words(plan.date_format)} as text ({plan.date_format}; the engine expands them "
-                               "into numeric parts)")
-        return "numeric", "date/time (the engine expands it into numeric parts)"
+            words = date_words(plan.date_format)
+            return "numeric", f"{words} written as text (like {nn.iloc[0]!r}){parts if words == 'dates' else ''}"
+        return "numeric", f"dates{parts}"
     if plan.kind == "numeric":
         if plan.text:
             other = int(numbers_in_text(s).isna().sum() - s.isna().sum())
@@ -289,7 +290,7 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
             bad = s.notna() & num.isna()
             if bad.any():
                 ex = ", ".join(repr(v) for v in s[bad].astype(str).unique()[:3])
-                what = "numbers" if fmt is None else f"{date_words(fmt)} ({fmt})"
+                what = "numbers" if fmt is None else f"{date_words(fmt)} written like {str(s[num.notna()].iloc[0])!r}"
                 notes.append(f"column {c!r}: {int(bad.sum())} values are not {what} (e.g. {ex}) and are treated as missing")
             s = num
         elif t == "numeric" and pd.api.types.is_bool_dtype(s):
@@ -301,8 +302,8 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         elif t == "categorical" and (fmt := date_format(s)) is not None:
             words = date_words(fmt)
             parts = "their day, month and weekday" if words == "dates" else "their hour"
-            notes.append(f"column {c!r} holds {words} ({fmt}): FEAT reads them as {words} ({parts}), "
-                         "and in Predict as categories as well where that tells more about the target")
+            notes.append(f"column {c!r} holds {words} (like {str(s.dropna().iloc[0])!r}): FEAT reads them as {words} "
+                         f"({parts}), and in Predict as categories as well where that tells more about the target")
         elif t == "categorical" and column_kind(s) == "categorical" \
                 and (marked := missing_marks(s, CATEGORY_MARKS)).any():
             notes.append(f"column {c!r}: {_marks_held(s, marked)}, written for a missing value, and "

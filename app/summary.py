@@ -11,6 +11,13 @@ from feat_engine.preprocess.dates import date_grid
 
 BINS = 20       # histogram bars of a number or date column
 TOP = 10        # level bars of any other column
+PART_WORDS = {"days": "date", "month": "month", "weekday": "weekday", "hour": "time of day"}   # a date's parts
+
+
+def date_parts(parts: list[str]) -> str:
+    """The parts the engine reads of a date column (`ColumnPlan.parts`), in words: "date, month and time of day"."""
+    words = [PART_WORDS[p] for p in parts]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def distribution(s: pd.Series, kind: str) -> list[int]:

