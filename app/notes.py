@@ -22,7 +22,7 @@ _NOTE_WORDS = [
      r"left out the columns \1: they hold a different text in almost every row (names, IDs), which says nothing "
      r"about other rows"),
     (re.compile(r"\bdropped constant \(or empty\) columns (.+): they carry no information"),
-     r"left out the columns \1: every cell holds the same value, or none"),
+     r"left out the columns \1: every example row holds the same value there, or none"),
     (re.compile(r"^columns (.+) were dropped \(.+\) and keep their missing cells$"),
      r"the empty cells stay empty in the columns \1, which FEAT leaves out"),
     (re.compile(r"\bquery columns differ from the context's\b"),

@@ -922,7 +922,7 @@ def test_engine_notes_in_an_analysts_words():
     assert "unexpected ['z']" in said
     assert note_words("dropped constant (or empty) columns ['current_accounts_delinq', 'num_30d', 7]: they carry no "
                       "information") == ("left out the columns 'current_accounts_delinq', 'num_30d' and '7': every "
-                                         "cell holds the same value, or none")
+                                         "example row holds the same value there, or none")
     assert note_words("columns ['id'] were dropped (near-unique text/ID) and keep their missing cells") == \
         "the empty cells stay empty in the column 'id', which FEAT leaves out"
     assert "(in Data, set its 'use as' to ignore)" in note_words("column 'bwt' gives the target away: ... leave it "
