@@ -1074,6 +1074,17 @@ def test_relations_axes_follow_the_matrix_the_caption_names(monkeypatch):
     assert "clustering of **Pearson**" in said() and f"({cols[0]} and {cols[3]})" in said()
     assert at.number_input(key="rel_nest").proto.label == "FEAT readings (averaged)"
     assert lab_words(at) == []
+    # with a target, the rows whose target is known: FEAT's matrices read no other, and the page says how many
+    read = []
+    monkeypatch.setattr(engine, "relations", lambda X, target, params=None, progress=None:
+                        read.append(X) or engine.Outcome({k: v.copy() for k, v in mats.items()}, 0.01, []))
+    upload(at, "wine_gaps.csv", csv(df.assign(cultivar=df["cultivar"].mask(df.index % 3 == 0))))
+    at.switch_page("views/relations.py").run()
+    at.selectbox(key="rel_target").set_value("cultivar")
+    at.button(key="rel_run").click().run()
+    no_trouble(at)
+    assert len(read[0]) == 40 and read[0]["cultivar"].notna().all()
+    assert any(c.value.startswith("Computed on the 40 rows whose 'cultivar' is known") for c in at.caption)
 
 
 # --------------------------------------------------------------------------- scoring on Dask

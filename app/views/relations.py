@@ -56,7 +56,9 @@ if go:
             raise aio.TableError("relations need at least two columns in use.",
                                  "Pick the columns to relate above." if len(table.columns) > engine.RELATION_COLUMNS
                                  else "In Data, stop ignoring some columns.")
-        sub = table[cols] if len(table) <= max_rows else table[cols].sample(int(max_rows), random_state=int(seed))
+        # with a target, the rows whose target is known: FEAT's matrices read no other, and all six read the same rows
+        pool = table[cols] if tgt is None else table.loc[table[tgt].notna(), cols]
+        sub = pool if len(pool) <= max_rows else pool.sample(int(max_rows), random_state=int(seed))
         with st.status(f"FEAT relations over {len(sub):,} rows x {len(cols)} columns ...", expanded=True) as status:
             state.cancel_button("relations")
             bar = st.progress(0.0, text="preparing: FEAT reads the table once per matrix")
@@ -69,7 +71,7 @@ if go:
     else:
         mats = out.value
         state.store_result("relations", {"mats": mats, "target": tgt, "seconds": out.seconds,
-                                         "warnings": out.warnings, "n_rows": len(sub),
+                                         "warnings": out.warnings, "n_rows": len(sub), "known": len(pool),
                                          "settings": [f"seed: {int(seed)}", f"{READINGS}: {int(n_est)}"]})
 
 res = state.shown_result("relations")
@@ -157,5 +159,9 @@ for start in range(0, len(names), 4):
         slug = name.lower().replace(" ", "_")
         state.download_button(col, f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
                               f"relations_{slug}.csv", "text/csv", f"dl_rel_{slug}", width="stretch")
-st.caption(f"Computed on {res['n_rows']:,} rows in {state.seconds_text(res['seconds'])}.")
+known = res.get("known", len(table))             # the rows whose target is known, where one was chosen
+rows = f"{res['n_rows']:,} rows" if tgt is None or known == len(table) else \
+    f"the {known:,} rows whose {tgt!r} is known" if res["n_rows"] == known else \
+    f"{res['n_rows']:,} of the {known:,} rows whose {tgt!r} is known"
+st.caption(f"Computed on {rows} in {state.seconds_text(res['seconds'])}.")
 state.report_button(f"FEAT relations in {ds['name']}", report, "relations_report.html", "dl_rel_report")
