@@ -619,7 +619,8 @@ def test_predict_fill_in_missing_targets():
 
 def test_fill_in_offers_the_whole_table_with_the_filled_rows_marked(monkeypatch):
     """Besides the predicted rows, Fill in offers the whole table as uploaded, the empty targets filled, the known
-    ones as they were, and a column that marks the filled rows, as CSV and Parquet."""
+    ones as they were, and a column that marks the filled rows, as CSV and Parquet. How much of the answer is the
+    classical model's is said on the page, as Evaluate says it under its scores, not only in the folded box."""
     files = offered_files(monkeypatch)
     df = small_table(100)
     gaps = [3, 10, 11, 42, 77]
@@ -627,6 +628,7 @@ def test_fill_in_offers_the_whole_table_with_the_filled_rows_marked(monkeypatch)
     at = new_app()
     fill_in(at, df)
     res = at.session_state["result:predict"]
+    assert res["feat"]["share"] and sum(c.value == res["feat"]["share"] for c in at.caption) == 1
     whole = pd.read_csv(io.BytesIO(files["feat_filled_cultivar.csv"]))
     assert len(whole) == len(df) and list(whole.columns) == [*df.columns, "cultivar filled by FEAT"]
     assert whole["cultivar filled by FEAT"].tolist() == df["cultivar"].isna().tolist()

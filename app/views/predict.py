@@ -240,11 +240,13 @@ st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} row
                                if read < res["n_train"] else "")
              + (f", by {MODEL_NAMES['fast']}" if res.get("model") == "fast" else ""))
 did = feat.get("what_feat_did", [])
-if res["mode"] == "Evaluate" and feat.get("share") in did[1:]:    # said under the scores: not twice on the page
+if feat.get("share") in did[1:]:    # said on the page (under the scores, in Fill in under this box): not twice
     did = [line for line in did if line != feat["share"]]
 with st.expander("What FEAT did"):
     st.markdown("\n".join(f"- {line}" for line in did))
     st.caption(f"In technical terms: {feat['reading']}")
+if res["mode"] == "Fill in" and feat.get("share"):     # how much of the answer is the classical model's, in sight
+    st.caption(feat["share"])
 if res.get("gbdt_error"):
     st.warning(res["gbdt_error"], icon=":material/warning:")
 
