@@ -36,14 +36,9 @@ def encoded_table(X: Any, target: Hashable | None = None) -> pd.DataFrame:
     return _encoded(X, target)[0]
 
 
-def without_order(X: Any, target: Hashable | None = None) -> list[str]:
-    """The columns of `encoded_table(X, target)` that are categories without an order, of NOMINAL_MIN_LEVELS levels or
-    more (a class target too): their codes follow the levels' sorted names, so a correlation with them would too."""
-    return _encoded(X, target)[1]
-
-
 def _encoded(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, list[str]]:
-    """`encoded_table` and `without_order`, from one reading of X."""
+    """`encoded_table`, and its columns that are categories without an order of NOMINAL_MIN_LEVELS levels or more (a
+    class target too): their codes follow the levels' sorted names, so a correlation with them would too."""
     X, y = split_target(X, target)
     pre = TablePreprocessor().fit(X)
     enc, blank = pre.encode(X), [f for c in pre.plan_ if c.nominal for f in c.features()]
@@ -57,7 +52,7 @@ def _encoded(X: Any, target: Hashable | None) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _correlations(X: Any, target: Hashable | None, method: str) -> pd.DataFrame:
-    """`method`'s correlations of the encoded table, NaN in the rows and columns `without_order`."""
+    """`method`'s correlations of the encoded table, NaN in the rows and columns of categories without an order."""
     enc, blank = _encoded(X, target)
     out = enc.corr(method=method)
     out.loc[blank, :], out.loc[:, blank] = np.nan, np.nan
@@ -80,7 +75,7 @@ def pearson_matrix(X: Any, target: Hashable | None = None) -> pd.DataFrame:
         near-unique text or IDs) are left out, and datetime columns expand into their parts.
         Numbers enter unscaled, categories as their integer codes: an ordered category's in its order, one of
         two levels' with the sign its sorted level names give; a category without an order of three or more
-        levels has no correlation (`without_order`: NaN in its row and column).
+        levels has no correlation (NaN in its row and column).
     target : hashable or None, default None
         Label of a column of X to read as the target: it leaves the features and comes last, as its values
         for a regression target or its class codes for a classification one (a missing target is a missing
