@@ -64,10 +64,12 @@ def note_words(note: str) -> str:
     return _LISTED.sub(_listed, note)
 
 
-def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = "FEAT") -> list[str]:
+def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = "FEAT",
+               why: dict | None = None) -> list[str]:
     """The columns of a masking run (`metrics.imputation_scores` rows with a `method` column) where `method` scores
     worse than `baseline`: a higher NRMSE, a lower accuracy; each as "name (accuracy 0.14 against 0.43)", in the
-    table's column order. [] where either method is missing."""
+    table's column order, `why[name]` added inside the brackets where given (`held_values`). [] where either method
+    is missing."""
     wide = scores.pivot_table(index=["column", "metric"], columns="method", values="value", sort=False)
     if method not in wide or baseline not in wide:
         return []
@@ -77,5 +79,19 @@ def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = 
         if pd.isna(ours) or pd.isna(theirs):
             continue
         if (ours > theirs) if metric == "NRMSE" else (ours < theirs):
-            out.append(f"{column} ({metric} {ours:.2f} against {theirs:.2f})")
+            out.append(f"{column} ({metric} {ours:.2f} against {theirs:.2f}{(why or {}).get(column, '')})")
     return out
+
+
+def held_values(visible: pd.Series, ours: pd.Series, theirs: pd.Series) -> str:
+    """"; FEAT fills only values the column holds, and the average, 1.72, is none of them" for a number column whose
+    fills `ours` are each one of its `visible` values (a count, a level) and whose fills `theirs` are none of them:
+    the number a score rewards is then one that no row could hold. "" otherwise."""
+    held = set(visible.dropna().tolist())
+    ours, theirs = ours.dropna(), theirs.dropna()
+    if not (pd.api.types.is_numeric_dtype(ours) and pd.api.types.is_numeric_dtype(theirs)) or not len(ours) \
+            or not ours.isin(held).all() or theirs.isin(held).any():
+        return ""
+    one = theirs.unique()
+    other = f"the average, {one[0]:.3g}, is" if len(one) == 1 else "the other fills are"
+    return f"; FEAT fills only values the column holds, and {other} none of them"

@@ -939,6 +939,15 @@ def test_worse_than_names_the_columns_the_simplest_fill_beats():
     assert worse_than(scores) == ["x (NRMSE 1.20 against 1.00)", "c (accuracy 0.14 against 0.43)"]
     assert worse_than(scores, "KNN") == ["x (NRMSE 1.20 against 0.30)"]
     assert worse_than(scores[scores["method"] != "mean/mode"]) == []
+    # a count filled with counts, against an average no row holds: said beside the score
+    from app.notes import held_values
+
+    visible = pd.Series([1.0, 2.0, 2.0, 4.0, np.nan, np.nan])
+    why = held_values(visible, pd.Series([2.0, 1.0]), pd.Series([2.25, 2.25]))
+    assert why == "; FEAT fills only values the column holds, and the average, 2.25, is none of them"
+    assert worse_than(scores, why={"x": why})[0] == f"x (NRMSE 1.20 against 1.00{why})"
+    assert held_values(visible, pd.Series([2.0, 1.5]), pd.Series([2.25, 2.25])) == ""        # a fill it never holds
+    assert held_values(visible, pd.Series([2.0]), pd.Series([2.0])) == ""                     # both hold it
 
 
 # --------------------------------------------------------------------------- numbers, written by their column's kind

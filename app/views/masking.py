@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from app import baselines, downloads, engine, figures, metrics, numbers, state
-from app.notes import worse_than
+from app.notes import held_values, worse_than
 from app import io as aio
 from feat_engine.estimators import COLUMN_MEMBERS
 from feat_engine.preprocess.dates import DATE_PARTS, from_days
@@ -155,11 +155,15 @@ st.dataframe(numbers.style(overall), width="stretch", placeholder="")
 heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
 report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"]), *res["failed"]]),
           ("Overall (mean over columns)", overall.reset_index())]
-worse = worse_than(scores, "mean/mode")
+numeric = [c for c in scores.loc[scores["metric"] == "NRMSE", "column"].unique() if "mean/mode" in res["filled"]]
+hidden = {c: mask[:, res["truth"].columns.get_loc(c)] for c in numeric}
+why = {c: held_values(res["masked"][c], res["filled"]["FEAT"][c][hidden[c]], res["filled"]["mean/mode"][c][hidden[c]])
+       for c in numeric}
+worse = worse_than(scores, "mean/mode", why=why)
 if worse:          # the simplest fill beats FEAT on these columns: say so, by name
     said = (f"FEAT fills {'one column' if len(worse) == 1 else f'{len(worse)} columns'} worse than **mean/mode** "
             f"(each column's average, or its most frequent category) in this run: {', '.join(worse)}. There the "
-            "simplest fill is the better one. Scores on a few hidden cells vary from run to run (try another seed): "
+            "simplest fill scores better. Scores on a few hidden cells vary from run to run (try another seed): "
             "**Per-column scores** gives how many cells were hidden.")
     st.info(said, icon=":material/info:")
     report.append(("Where FEAT does worse than mean/mode", [said.replace("**", "")]))
