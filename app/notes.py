@@ -1,6 +1,7 @@
 """What the views say in an analyst's words about FEAT's notes and results (no Streamlit, no model): the engine's
-warnings as the page shows them (`note_words`), and the columns of a masking run that FEAT fills worse than the
-simplest method (`worse_than`)."""
+warnings as the page shows them (`note_words`), a list of columns as a sentence (`columns_text`), and the columns of
+a masking run that FEAT fills worse than the simplest method (`worse_than`), with why where its fills are values the
+column holds and the other's are not (`held_values`)."""
 from __future__ import annotations
 
 import ast
