@@ -390,6 +390,7 @@ def test_a_query_rows_stacked_prediction_is_the_same_scored_alone_or_among_many(
     together = model.queries(many[order])[np.argsort(order)]
     for i in (0, 1_234, len(many) - 1):
         np.testing.assert_array_equal(model.queries(many[i:i + 1]), together[i:i + 1])
+    assert model.queries(many[:0]).shape == (0,)                # no rows: none scored, as before the one call
 
 
 def test_out_of_fold_values_of_the_rows_read_come_from_folds_of_those_rows_alone(monkeypatch):

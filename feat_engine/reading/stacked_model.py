@@ -112,6 +112,8 @@ class StackedModel:
         blocks of QUERY_ROWS, the last padded with copies of its last row, so that every row meets the same matrix
         kernels (scored as they came, a ridge's float32 score moved by 1.2e-7 with the number of rows beside it:
         docs/decisions/0001-query-rows-only-read.md)."""
+        if not len(x_query):                # no rows: nothing to score (a model's own predict refuses none)
+            return np.empty(0, np.float32)
         if self.rows is not None:
             x_query = self.rows.matrix(x_query, detail)
         design = x_query if self.design is None else self.design(x_query)
