@@ -3,6 +3,7 @@ shipped checkpoint on small tables (one ensemble member, ~100-180 rows)."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 from functools import partial
@@ -1014,6 +1015,16 @@ def test_impute_and_data_views_speak_without_the_labs_words():
     no_trouble(at)
     assert at.number_input(key="imp_nest").proto.label == "FEAT readings per column"
     assert lab_words(at) == []
+    one = small_table(60)
+    one.iloc[::7, 2] = np.nan
+    for name, df in (("full.csv", small_table(60)), ("one.csv", one)):     # no incomplete column, then one
+        upload(at, name, csv(df))
+        at.switch_page("views/impute.py").run()
+        no_trouble(at)
+        method = next(c.value for c in at.caption if "Method: chained" in c.value)
+        assert ("It reads all 60 rows as examples." in method) == (name == "one.csv"), method
+        assert "incomplete columns" not in method and "0 incomplete" not in method, method
+        assert ("no missing cell" in at.info[0].value) == (name == "full.csv") if at.info else name == "one.csv"
 
 
 def test_missing_cells_title_of_a_long_table_fits_its_chart():
@@ -1077,7 +1088,7 @@ def test_relations_axes_follow_the_matrix_the_caption_names(monkeypatch):
     assert at.number_input(key="rel_nest").proto.label == "FEAT readings (averaged)"
     assert lab_words(at) == []
     # with a target, the rows whose target is known: FEAT's matrices read no other, and the page says how many
-    read = []
+    read, files = [], offered_files(monkeypatch)
     monkeypatch.setattr(engine, "relations", lambda X, target, params=None, progress=None:
                         read.append(X) or engine.Outcome({k: v.copy() for k, v in mats.items()}, 0.01, []))
     upload(at, "wine_gaps.csv", csv(df.assign(cultivar=df["cultivar"].mask(df.index % 3 == 0))))
@@ -1087,6 +1098,15 @@ def test_relations_axes_follow_the_matrix_the_caption_names(monkeypatch):
     no_trouble(at)
     assert len(read[0]) == 40 and read[0]["cultivar"].notna().all()
     assert any(c.value.startswith("Computed on the 40 rows whose 'cultivar' is known") for c in at.caption)
+    for target, said_rows in (("cultivar", "a random 25 of the 40 rows whose 'cultivar' is known"),
+                              ("(no target)", "a random 25 of the 60 rows")):      # a sample says it is one
+        at.selectbox(key="rel_target").set_value(target)
+        at.number_input(key="rel_rows").set_value(25)
+        at.button(key="rel_run").click().run()
+        no_trouble(at)
+        assert any(c.value.startswith(f"Computed on {said_rows} in") for c in at.caption), \
+            [c.value for c in at.caption if c.value.startswith("Computed")]
+        assert f"computed on {said_rows}" in html.unescape(files["relations_report.html"].decode())   # the report too
 
 
 # --------------------------------------------------------------------------- scoring on Dask

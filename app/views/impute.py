@@ -14,12 +14,13 @@ miss = table.isna()
 n_miss = int(miss.to_numpy().sum())
 n_incomplete = int(miss.any().sum())
 read = engine.impute_rows_read(state.run_params(), len(table), table.shape[1], n_incomplete)
-reads = (f"It reads all {len(table):,} rows as examples." if read >= len(table) else
-         f"On a table this long it reads {read:,} of the {len(table):,} rows as examples for each of the "
-         f"{n_incomplete} incomplete columns (a random share: its reading budget, shared by those columns); the "
-         f"classical model beside it learns from every row.")
+each = "the incomplete column" if n_incomplete == 1 else f"each of the {n_incomplete} incomplete columns"
+reads = ("" if n_incomplete == 0 else f" It reads all {len(table):,} rows as examples." if read >= len(table) else
+         f" On a table this long it reads {read:,} of the {len(table):,} rows as examples for {each} (a random "
+         f"share: its reading budget{'' if n_incomplete == 1 else ', shared by those columns'}); the classical "
+         f"model beside it learns from every row.")
 st.caption(f"FEAT fills every missing cell of the {table.shape[1]} columns in use and returns observed cells "
-           f"unchanged. {reads} Method: {engine.IMPUTE_METHOD}.")
+           f"unchanged.{reads} Method: {engine.IMPUTE_METHOD}.")
 if n_miss == 0:
     st.info("This table has no missing cell in the columns in use. Try the **Masking demo**, which hides cells "
             "on purpose and scores FEAT against the truth.")

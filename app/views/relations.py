@@ -109,7 +109,11 @@ blank = (f"Pearson and Spearman leave {notes.columns_text(unordered)} blank: a c
          "Mutual information and FEAT's matrices read them.") if unordered else None
 if blank:
     st.caption(blank)
-report = [("The run", [f"{len(order)} columns, {res['n_rows']:,} rows" + (f", target {tgt!r}" if tgt else ""),
+known = res.get("known", len(table))             # the rows whose target is known, where one was chosen
+whose = "" if tgt is None or known == len(table) else f" whose {tgt!r} is known"
+rows = f"the {known:,} rows{whose}" if res["n_rows"] >= known else \
+    f"a random {res['n_rows']:,} of the {known:,} rows{whose}"
+report = [("The run", [f"{len(order)} columns" + (f", target {tgt!r}" if tgt else "") + f", computed on {rows}",
                        *res.get("settings", []), f"heatmap axes ordered by a clustering of {order_by}",
                        *([blank] if blank else []), f"time: {state.seconds_text(res['seconds'])}"])]
 report += [(fig.layout.title.text, fig) for fig in maps.values()]
@@ -159,9 +163,5 @@ for start in range(0, len(names), 4):
         slug = name.lower().replace(" ", "_")
         state.download_button(col, f"{name} (CSV)", downloads.csv_bytes(mats[name].loc[order, order], index=True),
                               f"relations_{slug}.csv", "text/csv", f"dl_rel_{slug}", width="stretch")
-known = res.get("known", len(table))             # the rows whose target is known, where one was chosen
-rows = f"{res['n_rows']:,} rows" if tgt is None or known == len(table) else \
-    f"the {known:,} rows whose {tgt!r} is known" if res["n_rows"] == known else \
-    f"{res['n_rows']:,} of the {known:,} rows whose {tgt!r} is known"
 st.caption(f"Computed on {rows} in {state.seconds_text(res['seconds'])}.")
 state.report_button(f"FEAT relations in {ds['name']}", report, "relations_report.html", "dl_rel_report")
