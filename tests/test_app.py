@@ -756,6 +756,7 @@ def test_relations_on_a_wide_table_relate_the_columns_picked():
     at.switch_page("views/relations.py").run()
     picker = at.multiselect(key="rel_columns")
     assert picker.value == [] and len(picker.options) == df.shape[1] - 12                    # the columns in use
+    assert picker.proto.placeholder == f"Pick up to {engine.RELATION_COLUMNS} columns to relate"   # it says so first
     at.button(key="rel_run").click().run()
     assert any("Pick the columns to relate above" in e.value for e in at.error)
     at.multiselect(key="rel_columns").set_value(["alcohol", "malic_acid", "extra_0"])

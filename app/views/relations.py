@@ -44,6 +44,7 @@ with st.form("relations_form"):
     if len(cols) > engine.RELATION_COLUMNS:        # a wide table: the analyst picks which columns to relate
         cols = st.multiselect(f"Columns to relate (at most {engine.RELATION_COLUMNS} of the {len(cols):,} in use)",
                               cols, max_selections=engine.RELATION_COLUMNS, key="rel_columns",
+                              placeholder=f"Pick up to {engine.RELATION_COLUMNS} columns to relate",
                               help="Every pair of columns is measured, so the time grows with the square of their "
                                    "number, and each heatmap labels every column.")
     go = st.form_submit_button("Compute relations", type="primary", key="rel_run")
