@@ -136,8 +136,8 @@ class TargetScaler:
     """Regression targets: numeric check, standardisation with context stats, and its inverse."""
 
     def fit(self, y: pd.Series, name: str | None = None) -> "TargetScaler":
-        """The context targets' mean and standard deviation (named `name`, by default `target_name(y)`); warns
-        where one of them sets that scale alone (`warn_dominant`)."""
+        """The context targets' mean, standard deviation and range (named `name`, by default `target_name(y)`);
+        warns where one of them sets that scale alone (`warn_dominant`)."""
         name = name or target_name(y)
         if pd.api.types.is_bool_dtype(y.dtype) or not pd.api.types.is_numeric_dtype(y.dtype):
             raise FEATInputError(f"regression target {name!r} is not numeric (dtype {y.dtype}, e.g. {y.iloc[0]!r})")
@@ -145,17 +145,18 @@ class TargetScaler:
         warn_dominant(v, y.index, name)
         self.mean_, std = float(np.mean(v)), float(np.std(v))
         self.std_ = std if std > 0 else 1.0
-        self.constant_ = bool(np.ptp(v) == 0)
+        self.range_ = (float(np.min(v)), float(np.max(v)))
         return self
 
     def transform(self, y: pd.Series) -> np.ndarray:
         return ((numbers(y) - self.mean_) / self.std_).astype(np.float32)
 
     def inverse_transform(self, z: np.ndarray) -> np.ndarray:
-        """z in the target's units. A constant context target is the prediction for every row: a model that
-        has only ever read targets that vary would otherwise add its noise to it (docs/decisions/0012-preprocessing.md)."""
-        z = np.asarray(z, dtype=np.float64)
-        return np.full_like(z, self.mean_) if self.constant_ else z * self.std_ + self.mean_
+        """z in the target's units, within the context targets' range: for every row whose truth lies in that range,
+        the range's end is nearer to it than a prediction beyond it (a budget never below 0, a share never above 1),
+        and a constant context target is the prediction for every row, without the noise of a model that has only
+        ever read targets that vary (docs/decisions/0012-preprocessing.md)."""
+        return np.clip(np.asarray(z, dtype=np.float64) * self.std_ + self.mean_, *self.range_)
 
 
 

@@ -25,6 +25,7 @@ from feat_engine.estimators import COLUMN_MEMBERS
 from feat_engine.estimators.in_context import InContextBase
 from feat_engine.inference import RunResult, uses_bf16
 from feat_engine.reading.members import plan_members
+from feat_engine.targets import TargetScaler
 
 try:
     from .oracles import per_table
@@ -135,6 +136,22 @@ def test_a_constant_target_is_predicted_as_itself():
     X, _ = data()
     pred = FEATRegressor(n_estimators=1).fit(X[:60], np.full(60, 3.0)).predict(X[60:])
     assert np.array_equal(pred, np.full(len(X) - 60, 3.0))
+
+
+def test_predictions_stay_within_the_context_targets_range():
+    """A prediction beyond the context targets' range is farther from every truth within it than the range's end:
+    queries far outside the context's x, where the stacked additive model runs straight on (ggplot2movies' filled
+    budgets went to -2.75M before this, every one observed at least 0)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (200, 3))
+    y = 10 * x[:, 0] + rng.normal(0, 0.1, 200)
+    far = np.vstack([np.full((5, 3), -6.0), np.full((5, 3), 7.0)])
+    est = FEATRegressor(n_estimators=1, random_state=0).fit(x, y)
+    pred = est.predict(far)
+    assert pred.min() >= y.min() and pred.max() <= y.max(), pred
+    assert pred[:5].max() < pred[5:].min()                       # the two ends still apart
+    np.testing.assert_allclose(TargetScaler().fit(pd.Series(y)).inverse_transform(np.array([-50.0, 0.0, 50.0])),
+                               [y.min(), y.mean(), y.max()], rtol=1e-6)
 
 
 def nearest_neighbour_run(model, x_ctx, y_ctx, x_query, task, n_classes=None, **_):

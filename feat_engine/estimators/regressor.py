@@ -44,7 +44,7 @@ class FEATRegressor(RegressorMixin, InContextBase):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted targets in the original units, averaged over the members."""
+        """Predicted targets in the original units, averaged over the members, within the context targets' range."""
         z = self._predicted(X)     # checks it is fitted first
         return self.scaler_.inverse_transform(z)
 
