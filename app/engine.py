@@ -105,7 +105,9 @@ def _kwargs(params: dict, progress: Progress | None) -> dict:
 
 
 def _phase(progress: Progress | None, words: str) -> Progress | None:
-    """`progress` with each message headed by the phase it belongs to ("learning from ...", "predicting ...")."""
+    """`progress` with each message headed by the phase it belongs to ("learning from ...", "predicting ...",
+    "filling the empty cells"): the Progress bar tells the time left of a phase (`state.progress_callback`), and a
+    `StepCounter`'s stream heads its runs' reports with their own labels ("column 'a'", "attention")."""
     return None if progress is None else (lambda done, total, msg: progress(done, total, f"{words}: {msg}"))
 
 
@@ -342,7 +344,8 @@ def impute(X: pd.DataFrame, params: dict, progress: Progress | None = None) -> O
     """FEATImputer().fit_transform(X). value: dict(filled=the filled table (same shape and dtypes),
     confidence=how sure FEAT is of each filled cell, `FEATImputer.transform_with_confidence`)."""
     def go():
-        filled, confidence = fe.FEATImputer(**_kwargs(params, progress)).fit(X).transform_with_confidence(X)
+        tell = _phase(progress, "filling the empty cells")          # one phase over the columns' one stream
+        filled, confidence = fe.FEATImputer(**_kwargs(params, tell)).fit(X).transform_with_confidence(X)
         return {"filled": filled, "confidence": confidence}
 
     return _call(go)
@@ -402,7 +405,7 @@ def relations(X: pd.DataFrame, target: str | None, params: dict | None = None,
     """FEAT's attention, dependence and edge matrices with mutual information, Pearson and Spearman in the
     same labels and order. value: dict("FEAT attention"=, "FEAT dependence"=, "FEAT edges"=, "Mutual
     information"=, Pearson=, Spearman=) of square DataFrames."""
-    steps = StepCounter(progress, 3)           # one bar over the three FEAT matrices
+    steps = StepCounter(_phase(progress, f"relating {X.shape[1]} columns"), 3)    # one phase over the three matrices
 
     def call(fn, progress: Progress | None = None) -> pd.DataFrame:
         kw = _kwargs(params or {}, progress)

@@ -12,7 +12,7 @@ import pytest
 from app import baselines, downloads, figures, metrics
 from app import io as aio
 from feat_engine.preprocess import TablePreprocessor
-from feat_engine.progress import BLEND_OPEN, SO_FAR
+from feat_engine.progress import BLEND_OPEN, SO_FAR, StepCounter
 
 CSV = b"a,b,c\n1,2,x\n3,4,y\n5,6,x\n"
 
@@ -757,6 +757,57 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     cb(6, 10, "learning: member 1/1, part 3/4: encoding")                # a new step: shown at once
     cb(7, 10, "learning: member 1/1, part 3/4: block 1/4 done")          # the same step within SHOWN_EVERY: not
     assert shown[-1][0] == 0.6
+
+
+def test_imputing_and_relating_tell_the_time_left_of_the_whole_run(monkeypatch):
+    """The imputer's one stream over its columns, and the relations' over their three matrices, head each report
+    with the run they are in (`StepCounter`: "column 'a': ...", "attention: ..."): one phase to the bar, whose time
+    left is the whole run's (stevedata/TV16's walk: "about 13 s left", the column's, 60 s into a run of 157 s)."""
+    from app import engine, state
+
+    shown, now = [], [100.0]
+    monkeypatch.setattr(state.time, "monotonic", lambda: now[0])
+
+    class Bar:
+        def progress(self, frac, text):
+            shown.append((frac, text))
+
+    def stream(progress, labels):                     # one stream, each label a tenth of it, 10 s a tenth
+        steps = StepCounter(progress, len(labels))
+        for label in labels:
+            cb = steps.callback(label)
+            cb(0, 2, "member 1/1: encoding 100 context rows")
+            now[0] += 10
+            cb(2, 2, "member 1/1: query rows 100/100")
+
+    class Imputer:
+        def __init__(self, progress=None, **_):
+            self.progress = progress
+
+        def fit(self, X):
+            return self
+
+        def transform_with_confidence(self, X):
+            stream(self.progress, [f"column {c!r}" for c in X.columns])
+            return X, X
+
+    monkeypatch.setattr(engine.fe, "FEATImputer", Imputer)
+    engine.impute(pd.DataFrame({f"c{i}": [1.0, np.nan] for i in range(10)}), {}, state.progress_callback(Bar()))
+    assert shown[10] == (0.5, "filling the empty cells: column 'c5': pass 1 of 1: reading 100 example rows "
+                              "(about 50 s left)"), shown[10]
+    said, X = [], pd.DataFrame({"x": [1.0, 2.0], "y": [2.0, 1.0]})
+
+    def matrix(X, target=None, progress=None, **_):
+        if progress is not None:
+            progress(0, 1, "column 1/2: context block 1/1 done")
+            progress(1, 1, "column 2/2: context block 1/1 done")
+        return pd.DataFrame(np.eye(2), index=X.columns, columns=X.columns)
+
+    for name in ("relation_matrix", "dependence_matrix", "edge_matrix", "mutual_information_matrix",
+                 "pearson_matrix", "spearman_matrix"):
+        monkeypatch.setattr(engine.fe, name, matrix)
+    engine.relations(X, None, {}, lambda done, total, msg: said.append(msg))
+    assert len(said) == 6 and all(m.startswith("relating 2 columns: ") for m in said), said
 
 
 def test_column_summaries_show_each_kind_in_its_own_terms():
