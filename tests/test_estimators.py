@@ -487,26 +487,25 @@ def test_imputed_numbers_keep_their_columns_support(draws):
     assert out["budget"].min() >= 0 and sure["budget"][hide[:, 1]].nunique() > 10
 
 
-def test_chained_imputer_with_more_levels_than_the_head_fills_as_the_head_reads():
-    """A category of more levels than the head: the most likely fill is the head's class, the shared class
-    filled with the most frequent of its levels, as `FEATClassifier` on the same codes predicts; the
-    probabilities cover every level and sum to one."""
+def test_chained_imputer_with_more_levels_than_the_head_fills_the_most_likely_level():
+    """A category of more levels than the head: the rarer levels share one class, its probability split among them
+    by their counts; the probabilities cover every level and sum to one, and the most likely fill is the level of the
+    highest probability: on a category that tells nothing of the other columns, its commonest level (30% of the rows),
+    not the commonest of the rarer ones, whose shared class holds 42% (stevedata/TV16's `state`)."""
     from feat_engine.estimators.imputer import _level_probabilities
 
     rng = np.random.default_rng(3)
     n = 400
     X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)})
-    levels = np.array([f"l{i:02d}" for i in range(14)])
-    y = pd.Series(levels[np.clip((X["a"] * 3 + 7 + rng.normal(size=n)).astype(int), 0, 13)])
+    levels = np.array(["common"] + [f"l{i:02d}" for i in range(20)])
+    y = pd.Series(rng.choice(levels, n, p=[0.3] + [0.035] * 20))
     clf = FEATClassifier(n_estimators=1, multiclass="head")
     proba, found, likely = _level_probabilities(clf, X[:300], y[:300], X[300:])
     counts = y[:300].value_counts()
     assert list(found) == list(counts.index) and proba.shape == (100, len(counts))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
-    codes = pd.Series(counts.index[:9].get_indexer(y[:300]))
-    head = FEATClassifier(n_estimators=1, multiclass="head").fit(X[:300], codes).predict(X[300:])
-    want = np.where(head >= 0, np.asarray(counts.index[:9], dtype=object)[np.maximum(head, 0)], counts.index[9])
-    np.testing.assert_array_equal(found[likely], want)
+    np.testing.assert_array_equal(likely, proba.argmax(axis=1))
+    assert (found[likely] == "common").mean() > 0.9, pd.Series(found[likely]).value_counts()
 
 
 def test_chained_imputer_columns_on_two_workers_fill_as_one_at_a_time(monkeypatch):

@@ -250,8 +250,10 @@ def _level_probabilities(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series,
     """A categorical column's (M, L) level probabilities for the query rows, its L levels, and each row's most likely
     level (an index into them), in one run per member from the classification head. When the column has more levels
     than the head reads, the most frequent head-size - 1 keep their own class and the rest share one, whose
-    probability is split among them by their counts; where that class is the most likely, the row's most likely
-    level is the most frequent of the rest."""
+    probability is split among them by their counts; the most likely level is the most likely of them all, not the
+    most frequent of the rest wherever their shared class is the likeliest (the 42 rarest of stevedata/TV16's 51
+    `state`s shared 60% of the rows; filled with the 10th most frequent state, 0.04 of the hidden cells were right,
+    against 0.13 for the most frequent one)."""
     limit = clf._loaded_model().cfg.max_classes
     counts = y.value_counts()
     if len(counts) <= limit:
@@ -262,8 +264,7 @@ def _level_probabilities(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series,
     head = clf.fit(X, codes).predict_proba(query)               # columns: -1, then the top levels' codes
     share = (counts.iloc[limit - 1:] / counts.iloc[limit - 1:].sum()).to_numpy()
     proba = np.column_stack([head[:, 1:], head[:, :1] * share])
-    likely = np.argmax(head, axis=1) - 1
-    return proba, np.asarray(counts.index, dtype=object), np.where(likely >= 0, likely, limit - 1)
+    return proba, np.asarray(counts.index, dtype=object), np.argmax(proba, axis=1)
 
 
 def _draws(proba: np.ndarray, rng: np.random.Generator) -> np.ndarray:
