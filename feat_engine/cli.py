@@ -61,8 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="model checkpoint: a file, or small (the default) or fast, the shipped ones")
     common.add_argument("--device", default="auto", help="auto, cpu or cuda")
     common.add_argument("--n-estimators", type=int, default=None,
-                        help="ensemble members (default: the library's, 4 for predict, 1 per column for impute, "
-                             "2 for relations)")
+                        help="ensemble members (default: the library's: for predict up to 4 on long contexts, "
+                             "kept while each changes the answers; on short ones 2, or 1 for more than two classes; "
+                             "1 per column for impute; 2 for relations)")
     common.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     common.add_argument("--delimiter", choices=["auto", *DELIMITERS.values()], default="auto",
                         help="delimiter of text input files (default: detected)")
