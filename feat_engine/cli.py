@@ -30,12 +30,21 @@ from .sources import names_parts, parquet_parts
 from .targets import a_class_a_row, infer_task
 
 
+_TOLD = {"tenth": -1}       # the tenth of a stream a log (stderr not a terminal) was last told
+
+
 def _progress(done: int, total: int, msg: str) -> None:
-    """A progress report on one line of stderr: the share done as a percentage, then the message. Not "done/total":
-    a stream over runs of different lengths reports other totals as it goes (the imputer's columns went [1/3],
-    [10/15], [3/3]), while its share done never moves back."""
-    print(f"\r[{100 * done / total if total else 100:3.0f}%] {msg}\033[K", end="\n" if done == total else "",
-          file=sys.stderr, flush=True)
+    """A progress report on stderr: the share done as a percentage, then the message. On a terminal one line,
+    rewritten in place; into a log (a pipe, a file, nohup) a line at each tenth of a stream, not a carriage return
+    and an escape code a report (hundreds in a minute's predict). Not "done/total": a stream over runs of different
+    lengths reports other totals as it goes (the imputer's columns went [1/3], [10/15], [3/3]), while its share done
+    never moves back, so a lower tenth is a new stream; its end is always told."""
+    share = 100 * done / total if total else 100
+    if sys.stderr.isatty():
+        print(f"\r[{share:3.0f}%] {msg}\033[K", end="\n" if done == total else "", file=sys.stderr, flush=True)
+    elif int(share // 10) != _TOLD["tenth"] or done == total:
+        _TOLD["tenth"] = int(share // 10)
+        print(f"[{share:3.0f}%] {msg}", file=sys.stderr, flush=True)
 
 
 def local_context_arg(value: str) -> int | str | None:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from app import io as aio
+from feat_engine import cli
 from feat_engine.cli import local_context_arg, main
 from feat_engine.io import read_table
 
@@ -76,13 +77,19 @@ def test_predict_says_how_it_read_the_table_and_takes_local_contexts(tmp_path, c
     assert len(pd.read_csv(tmp_path / "p.csv")) == 300
 
 
-def test_impute_parquet(tables, capsys):
+def test_impute_parquet(tables, capsys, monkeypatch):
     d, holes = tables
     assert main(["impute", str(d / "holes.parquet"), "-o", str(d / "filled.parquet"), "--n-estimators", "1"]) == 0
-    # progress as the share done, which never moves back; its two columns' runs once read [1/3], [10/15], [3/3]
+    # progress as the share done, which never moves back; its two columns' runs once read [1/3], [10/15], [3/3];
+    # into a log (stderr is no terminal here) a line a tenth, without carriage returns or escape codes
     err = capsys.readouterr().err
-    shares = [int(v) for v in re.findall(r"\r\[ *(\d+)%\] column", err)]
-    assert shares and shares == sorted(shares) and shares[-1] == 100 and not re.search(r"\[\d+/\d+\]", err)
+    shares = [int(v) for v in re.findall(r"^\[ *(\d+)%\] column", err, re.M)]
+    assert shares and shares == sorted(shares) and shares[-1] == 100 and not re.search(r"\[\d+/\d+\]", err), err
+    assert len({v // 10 for v in shares}) == len(shares) and "\r" not in err and "\033" not in err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)         # on a terminal: one line, rewritten in place
+    cli._progress(1, 4, "column 'a'")
+    cli._progress(2, 4, "column 'a'")
+    assert capsys.readouterr().err == "\r[ 25%] column 'a'\033[K\r[ 50%] column 'a'\033[K"
     out = pd.read_parquet(d / "filled.parquet")
     assert not out.isna().any().any()
     obs = holes["a"].notna()
