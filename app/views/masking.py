@@ -155,7 +155,7 @@ st.dataframe(numbers.style(overall), width="stretch", placeholder="")
 heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
 report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"]), *res["failed"]]),
           ("Overall (mean over columns)", overall.reset_index())]
-numeric = [c for c in scores.loc[scores["metric"] == "NRMSE", "column"].unique() if "mean/mode" in res["filled"]]
+numeric = scores.loc[scores["metric"] == "NRMSE", "column"].unique() if "mean/mode" in res["filled"] else []
 hidden = {c: mask[:, res["truth"].columns.get_loc(c)] for c in numeric}
 why = {c: held_values(res["masked"][c], res["filled"]["FEAT"][c][hidden[c]], res["filled"]["mean/mode"][c][hidden[c]])
        for c in numeric}

@@ -250,10 +250,9 @@ def _level_probabilities(clf: "FEATClassifier", X: pd.DataFrame, y: pd.Series,
     """A categorical column's (M, L) level probabilities for the query rows, its L levels, and each row's most likely
     level (an index into them), in one run per member from the classification head. When the column has more levels
     than the head reads, the most frequent head-size - 1 keep their own class and the rest share one, whose
-    probability is split among them by their counts; the most likely level is the most likely of them all, not the
-    most frequent of the rest wherever their shared class is the likeliest (the 42 rarest of stevedata/TV16's 51
-    `state`s shared 60% of the rows; filled with the 10th most frequent state, 0.04 of the hidden cells were right,
-    against 0.13 for the most frequent one)."""
+    probability is split among them by their counts; the most likely level is the one of highest probability among
+    them all, not the commonest of the rarer ones where their shared class is likeliest (docs/decisions/
+    0031-imputation.md)."""
     limit = clf._loaded_model().cfg.max_classes
     counts = y.value_counts()
     if len(counts) <= limit:
