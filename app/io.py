@@ -176,9 +176,9 @@ def check_fits_machine(n_rows: int, n_cols: int, name: str = "table", available:
 def detect_type(s: pd.Series) -> tuple[str, str]:
     """(type, why) for one column: numeric, categorical or ignore. The engine's rule decides
     (`feat_engine.preprocess.plan_column`: numbers, dates, categories, or dropped as constant or as
-    near-unique text); the app adds two display choices of its own: a column of consecutive whole numbers, or of
-    whole numbers that differ on every row under a row-name header ('rownames', 'Unnamed: 0', 'id', ...), is a row
-    id to ignore, and whole numbers of two values are categories."""
+    near-unique text); beside it, a row id to ignore (`preprocess.row_id`, which the CLI leaves out too: consecutive
+    whole numbers, or whole numbers that differ on every row under a row-name header such as 'rownames'), and the
+    app's own display choice: whole numbers of two values are categories."""
     nn = s.dropna()
     if nn.empty:
         return "ignore", "all missing"
