@@ -104,11 +104,14 @@ def _kwargs(params: dict, progress: Progress | None) -> dict:
     return kw
 
 
-def _phase(progress: Progress | None, words: str) -> Progress | None:
+def _phase(progress: Progress | None, words: str | Callable[[], str]) -> Progress | None:
     """`progress` with each message headed by the phase it belongs to ("learning from ...", "predicting ...",
-    "filling the empty cells"): the Progress bar tells the time left of a phase (`state.progress_callback`), and a
-    `StepCounter`'s stream heads its runs' reports with their own labels ("column 'a'", "attention")."""
-    return None if progress is None else (lambda done, total, msg: progress(done, total, f"{words}: {msg}"))
+    "filling the empty cells"; a callable: read at each report): the Progress bar tells the time left of a phase
+    (`state.progress_callback`), and a `StepCounter`'s stream heads its runs' reports with their own labels
+    ("column 'a'", "attention")."""
+    if progress is None:
+        return None
+    return lambda done, total, msg: progress(done, total, f"{words() if callable(words) else words}: {msg}")
 
 
 def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
@@ -120,9 +123,14 @@ def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
         cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
         n, settings = len(X_train), {**_kwargs(params, None), **(exact or {})}
         classes = y_train.nunique() if task == "classification" else 0
-        read = reading_plan(task, settings, n, X_train.shape[1], classes).rows
-        words = f"learning from {n:,} example rows" if read >= n else f"reading {read:,} of {n:,} example rows"
-        return cls(**{**settings, **_kwargs({}, _phase(progress, words))}).fit(X_train, y_train)
+        planned = reading_plan(task, settings, n, X_train.shape[1], classes).rows
+        est = cls(**settings)
+
+        def words() -> str:     # the rows the fit's own plan reads (made before its first report), which can be fewer
+            plan = getattr(est, "read_plan_", None)             # than the table's columns foretell: coded levels
+            read = planned if plan is None else plan.rows       # widen the rows (`reading/coded_levels.py`)
+            return f"learning from {n:,} example rows" if read >= n else f"reading {read:,} of {n:,} example rows"
+        return est.set_params(**_kwargs({}, _phase(progress, words))).fit(X_train, y_train)
 
     return _call(go)
 
