@@ -122,13 +122,11 @@ def fit(X_train: pd.DataFrame, y_train: pd.Series, task: str, params: dict,
     def go():
         cls = fe.FEATClassifier if task == "classification" else fe.FEATRegressor
         n, settings = len(X_train), {**_kwargs(params, None), **(exact or {})}
-        classes = y_train.nunique() if task == "classification" else 0
-        planned = reading_plan(task, settings, n, X_train.shape[1], classes).rows
         est = cls(**settings)
 
-        def words() -> str:     # the rows the fit's own plan reads (made before its first report), which can be fewer
-            plan = getattr(est, "read_plan_", None)             # than the table's columns foretell: coded levels
-            read = planned if plan is None else plan.rows       # widen the rows (`reading/coded_levels.py`)
+        def words() -> str:     # the rows the fit's own plan reads (`read_plan_`, made before its first report): fewer
+            plan = getattr(est, "read_plan_", None)             # than the table's columns foretell where coded levels
+            read = n if plan is None else plan.rows             # widen the rows (`reading/coded_levels.py`)
             return f"learning from {n:,} example rows" if read >= n else f"reading {read:,} of {n:,} example rows"
         return est.set_params(**_kwargs({}, _phase(progress, words))).fit(X_train, y_train)
 

@@ -175,7 +175,7 @@ def _predict_parts(a: argparse.Namespace) -> None:
     query = read_parquet_parts(files)             # from the files' footers: readable, one set of columns
     output_directory(a.output)                    # fail on an unusable output before any work
     est, ids = _fit(a)
-    result = predict_partitions(est, query.drop(columns=[c for c in ids if c in query.columns]), a.target)
+    result = predict_partitions(est, query.drop(columns=ids, errors="ignore"), a.target)
     address = a.scheduler or "local"
     print(f"feat: scoring {len(files)} partition(s) on Dask ({address})", file=sys.stderr)
     with connect(address):
@@ -193,8 +193,7 @@ def _run(a: argparse.Namespace) -> None:
     if a.command == "predict":
         query = _read(a.query, a)
         est, ids = _fit(a)
-        write_table(prediction_frame(est, query.drop(columns=[c for c in ids if c in query.columns]), a.target),
-                    a.output)
+        write_table(prediction_frame(est, query.drop(columns=ids, errors="ignore"), a.target), a.output)
         return
     table = _read(a.table, a)
     ids = _row_ids(table, a.table, a, a.target if a.command == "relations" else None)

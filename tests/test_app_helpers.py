@@ -1141,8 +1141,8 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
 def test_fit_progress_names_the_rows_feat_reads(monkeypatch):
     """Past the reading budget the fit's progress says how many of the example rows FEAT reads (at least two local
     parts, 2,048 rows, here), and the fitted reading agrees: the fit's own plan, also where a plan from the table's
-    columns foretold other rows (coded levels widen the rows the fit reads: a walk's progress said 30,303 rows where
-    the fit read 27,972)."""
+    columns foretells other rows (coded levels widen the rows the fit reads: a walk's progress said 30,303 rows where
+    the fit read 27,972); the app's plan is made to foretell 2,500 here, and the words must not follow it."""
     from app import engine
 
     rng = np.random.default_rng(0)

@@ -19,15 +19,14 @@ def row_id(s: pd.Series) -> str | None:
     """Why the column s is a row id, in an analyst's words, or None where it is not: whole numbers, a different one
     on every row and none missing, that are consecutive (on more than SEQUENCE_ROWS rows) or stand under a row-name
     header (ROW_NAMES)."""
-    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or len(s) < 2:
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or len(s) < 2 or s.isna().any():
         return None
-    if s.isna().any() or s.nunique() < len(s):
+    named = ROW_NAMES.match(str(s.name)) is not None
+    consecutive = len(s) > SEQUENCE_ROWS and s.max() - s.min() == len(s) - 1   # with distinct whole numbers: 1, 2, 3
+    if not (named or consecutive):                  # the common case decided by the header and the range alone
         return None
-    v = s.to_numpy(dtype=float)
-    if not (pd.api.types.is_integer_dtype(s) or np.all(np.mod(v, 1) == 0)):
+    if not (pd.api.types.is_integer_dtype(s) or np.all(np.mod(s.to_numpy(dtype=float), 1) == 0)) or not s.is_unique:
         return None
-    if len(s) > SEQUENCE_ROWS and np.all(np.diff(np.sort(v)) == 1):
+    if consecutive:
         return "row id (1, 2, 3, ...)"
-    if ROW_NAMES.match(str(s.name)):
-        return f"row id (a different whole number on every row, under the header {s.name!r})"
-    return None
+    return f"row id (a different whole number on every row, under the header {s.name!r})"
