@@ -429,8 +429,16 @@ def test_a_first_answer_comes_before_the_full_reading(monkeypatch):
 
     filled = df.copy()
     filled.loc[filled.index[:20], "cultivar"] = np.nan
-    fill_in(at, filled)
-    assert "its first predictions are below" in " ".join(m.value for m in at.markdown)
+    upload(at, "fill.csv", csv(filled))       # Fill in, FEAT's rows capped: the sentence leaves their count to the bar
+    at.switch_page("views/predict.py").run()
+    at.radio(key="predict_mode").set_value("Fill in").run()
+    at.number_input(key="pred_nest").set_value(1)
+    at.number_input(key="pred_maxctx").set_value(60)
+    at.button(key="pred_run").click().run()
+    no_trouble(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "its first predictions are below" in text
+    assert "FEAT now reads a share of the 100 example rows (the bar below says how many)" in text
 
 
 def test_feat_time_runs_from_the_click_to_the_final_answer(monkeypatch):

@@ -37,9 +37,11 @@ def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: 
     got = first.value
     head = (f"**First answer** in {state.seconds_text(first.seconds)}, from one reading of {got['rows']:,} of the "
             f"{n_train:,} example rows")
-    rows = f"all {n_train:,}" if plan.rows >= n_train else f"{plan.rows:,} of the {n_train:,}"
-    refine = (f"FEAT now reads {rows} example rows {plan.members} time{'s' if plan.members > 1 else ''}, with a "
-              f"classical model beside it that learns from all {n_train:,}, to refine it.")
+    # past the reading budget the fit's own plan, which the bar below names, may read fewer rows than the one made
+    # from the table's columns (coded levels widen the rows: `reading/coded_levels.py`), so the sentence gives none
+    reads = (f"all {n_train:,} example rows {plan.members} time{'s' if plan.members > 1 else ''}"
+             if plan.rows >= n_train else f"a share of the {n_train:,} example rows (the bar below says how many)")
+    refine = f"FEAT now reads {reads}, with a classical model beside it that learns from all {n_train:,}, to refine it."
     if y_true is not None:
         key, y_true = "ROC-AUC" if task == "classification" else "R²", y_true.iloc[:len(got["pred"])]
         score = (metrics.classification_metrics(y_true, got["pred"], got["proba"], got["classes"])
