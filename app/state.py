@@ -170,6 +170,14 @@ def open_page(title: str) -> tuple[dict, pd.DataFrame]:
     return ds, model_table()[0]
 
 
+def run_and_result_areas() -> tuple[Any, Any]:
+    """Two places, in page order, for a view's run and its stored result (made before the run, filled after it).
+    A run clears the last result off the page as it starts: Streamlit would leave it there until the script
+    reached it again, greyed but live, its download buttons handing out the last run's files and its widgets
+    stopping the new run. On any other rerun the result's place is filled at once and the page does not flicker."""
+    return st.container(), st.empty()
+
+
 def shown_result(kind: str) -> dict:
     """The view's stored run on the current table, below a divider with FEAT's warnings on it (in an analyst's
     words, `note_words`); without one the page stops here. After a Cancel click, a note that the run stopped comes first."""
@@ -332,12 +340,13 @@ def report_button(title: str, parts: list[tuple[str, object]], filename: str, ke
                                                      "(interactive) and the table; it opens in any browser, offline.")
 
 
-def show_error(e: Exception) -> None:
-    """A TableError or EngineError (in an analyst's words, `note_words`) as a red box; never a traceback."""
+def show_error(e: Exception, where: Any = st) -> None:
+    """A TableError or EngineError (in an analyst's words, `note_words`) as a red box, in `where` (a run's area,
+    `run_and_result_areas`; the page where it is drawn by default); never a traceback."""
     if isinstance(e, aio.TableError):
-        st.error(f"**{e.problem}**\n\n{e.fix}" if e.fix else f"**{e.problem}**", icon=":material/error:")
+        where.error(f"**{e.problem}**\n\n{e.fix}" if e.fix else f"**{e.problem}**", icon=":material/error:")
     else:
-        st.error(note_words(str(e)), icon=":material/error:")
+        where.error(note_words(str(e)), icon=":material/error:")
 
 
 def run_params(model: str = "small", **kw) -> dict:

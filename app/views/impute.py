@@ -47,19 +47,20 @@ with st.form("impute_form"):
                          "another draw.")
     go = st.form_submit_button("Impute missing cells", type="primary", key="imp_run")
 
+run_area, result_area = state.run_and_result_areas()
 if go:
     params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
                               sample_posterior=bool(draw))
     try:
         aio.check_features(table)
         aio.check_fits_machine(*table.shape, "this table")
-        with st.status(f"FEAT imputing {n_miss:,} cells ...", expanded=True) as status:
+        with run_area.status(f"FEAT imputing {n_miss:,} cells ...", expanded=True) as status:
             state.cancel_button("impute")
             bar = st.progress(0.0, text="preparing: each incomplete column is predicted from the others")
             out = engine.impute(table, params, state.progress_callback(bar))
             status.update(label=f"Done in {state.seconds_text(out.seconds)}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
-        state.show_error(e)
+        state.show_error(e, run_area)
     else:
         state.store_result("impute", {"filled": out.value["filled"], "confidence": out.value["confidence"],
                                       "drawn": bool(draw), "seconds": out.seconds, "warnings": out.warnings,
@@ -69,47 +70,50 @@ if go:
                                                    "filled with " + ("draws from what FEAT predicts" if draw
                                                                      else "the most likely values")]})
 
-res = state.shown_result("impute")
-filled, mask = res["filled"], res["mask"]
-left = int(filled.isna().to_numpy().sum())
-c1, c2, c3 = st.columns(3)
-c1.metric("Cells imputed", metrics.card_text(int(mask.to_numpy().sum()) - left))
-c2.metric("Still missing", metrics.card_text(left))
-c3.metric("Time", metrics.card_text(res["seconds"], "s"))
-if left:
-    st.warning(f"{left} cells are still missing (columns FEAT dropped, such as constant or ID columns).")
+with result_area.container():
+    res = state.shown_result("impute")
+    filled, mask = res["filled"], res["mask"]
+    left = int(filled.isna().to_numpy().sum())
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Cells imputed", metrics.card_text(int(mask.to_numpy().sum()) - left))
+    c2.metric("Still missing", metrics.card_text(left))
+    c3.metric("Time", metrics.card_text(res["seconds"], "s"))
+    if left:
+        st.warning(f"{left} cells are still missing (columns FEAT dropped, such as constant or ID columns).")
 
-st.markdown("#### Imputed cells (highlighted), rows that had a missing value")
-rows = mask.any(axis=1)
-known = table if list(table.columns) == list(filled.columns) else filled     # each column written as its known cells
-shown, formats = downloads.as_written(ds["df"], filled.loc[rows].head(200), mask, numbers.formats_for(known))
-st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=formats), width="stretch", height=320,
-             placeholder="")
+    st.markdown("#### Imputed cells (highlighted), rows that had a missing value")
+    rows = mask.any(axis=1)
+    # each column written as its known cells
+    known = table if list(table.columns) == list(filled.columns) else filled
+    shown, formats = downloads.as_written(ds["df"], filled.loc[rows].head(200), mask, numbers.formats_for(known))
+    st.dataframe(downloads.highlight(shown, mask.loc[shown.index], formats=formats), width="stretch", height=320,
+                 placeholder="")
 
-st.markdown("#### How sure FEAT is of each filled cell")
-sure = engine.confidence_table(filled, mask, res["confidence"], res["types"], downloads.number_writers(ds["df"], filled))
-st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
-           "made on known cells of that column that it set aside to check itself, in the column's units: about two "
-           "in three of its errors there were smaller.")
-st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True, placeholder="")
+    st.markdown("#### How sure FEAT is of each filled cell")
+    sure = engine.confidence_table(filled, mask, res["confidence"], res["types"],
+                                   downloads.number_writers(ds["df"], filled))
+    st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
+               "made on known cells of that column that it set aside to check itself, in the column's units: about two "
+               "in three of its errors there were smaller.")
+    st.dataframe(sure.head(1000), width="stretch", height=280, hide_index=True, placeholder="")
 
-full = downloads.merge_columns(ds["df"], filled, mask)
-st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
-d1, d2 = st.columns(2)
-stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
-# the CSVs are written when their button is clicked, not on every rerun of the page
-state.download_button(d1, "Download filled table (CSV)", partial(downloads.csv_bytes, full), f"{stem}_imputed.csv",
-                      "text/csv", "dl_imp_csv")
-state.download_button(d1, "Download the filled cells with how sure FEAT is (CSV)", partial(downloads.csv_bytes, sure),
-                      f"{stem}_imputed_cells.csv", "text/csv", "dl_imp_sure")
-try:
-    state.download_button(d2, "Download filled table (Parquet)", downloads.parquet_bytes(full),
-                          f"{stem}_imputed.parquet", "application/octet-stream", "dl_imp_parquet")
-except aio.TableError as e:
-    d2.caption(str(e))
-state.report_button(f"FEAT imputation of {ds['name']}",
-                    [("The run", [f"{int(mask.to_numpy().sum()) - left:,} empty cells filled, {left:,} still empty, "
-                                  f"in {len(filled):,} rows x {filled.shape[1]} columns",
-                                  *res.get("settings", []), f"time: {state.seconds_text(res['seconds'])}"]),
-                     ("How sure FEAT is of each filled cell", sure), ("The filled table", full)],
-                    f"{stem}_imputation_report.html", "dl_imp_report")
+    full = downloads.merge_columns(ds["df"], filled, mask)
+    st.caption("The download holds every column of the uploaded table; ignored columns are returned untouched.")
+    d1, d2 = st.columns(2)
+    stem = str(ds["name"]).rsplit(".", 1)[0].split(" (")[0].replace(" ", "_")
+    # the CSVs are written when their button is clicked, not on every rerun of the page
+    state.download_button(d1, "Download filled table (CSV)", partial(downloads.csv_bytes, full), f"{stem}_imputed.csv",
+                          "text/csv", "dl_imp_csv")
+    state.download_button(d1, "Download the filled cells with how sure FEAT is (CSV)",
+                          partial(downloads.csv_bytes, sure), f"{stem}_imputed_cells.csv", "text/csv", "dl_imp_sure")
+    try:
+        state.download_button(d2, "Download filled table (Parquet)", downloads.parquet_bytes(full),
+                              f"{stem}_imputed.parquet", "application/octet-stream", "dl_imp_parquet")
+    except aio.TableError as e:
+        d2.caption(str(e))
+    state.report_button(f"FEAT imputation of {ds['name']}",
+                        [("The run", [f"{int(mask.to_numpy().sum()) - left:,} empty cells filled, {left:,} still "
+                                      f"empty, in {len(filled):,} rows x {filled.shape[1]} columns",
+                                      *res.get("settings", []), f"time: {state.seconds_text(res['seconds'])}"]),
+                         ("How sure FEAT is of each filled cell", sure), ("The filled table", full)],
+                        f"{stem}_imputation_report.html", "dl_imp_report")

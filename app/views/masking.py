@@ -82,6 +82,7 @@ with st.form("mask_form"):
                                  "steadier and slower.")
     go = st.form_submit_button("Hide cells and impute", type="primary", key="mask_run")
 
+run_area, result_area = state.run_and_result_areas()
 if go:
     try:
         from feat_engine.prior.masks import make_mask
@@ -97,7 +98,7 @@ if go:
                 mask[i, np.random.default_rng(int(seed) + i).integers(mask.shape[1])] = False
         masked = truth.mask(pd.DataFrame(mask, index=truth.index, columns=truth.columns))
         filled, secs, notes, failed = {}, {}, [], []
-        with st.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
+        with run_area.status(f"Imputing {int(mask.sum()):,} hidden cells ...", expanded=True) as status:
             state.cancel_button("masking")
             bar = st.progress(0.0, text="FEAT: preparing")
             out = engine.impute(masked, state.run_params(n_estimators=int(n_est), random_state=int(seed)),
@@ -114,7 +115,7 @@ if go:
                                   "the comparison.")
             status.update(label=f"Done: FEAT {state.seconds_text(secs['FEAT'])}", state="complete", expanded=False)
     except (aio.TableError, engine.EngineError, ValueError) as e:
-        state.show_error(e)
+        state.show_error(e, run_area)
     else:
         one = [c for c in truth.columns if truth[c].nunique(dropna=False) < 2]        # one value: nothing to score
         unread = [c for c in truth.columns if c not in one and (filled["FEAT"][c].isna() & masked[c].isna()).any()]
@@ -136,64 +137,67 @@ if go:
                                                                      f"FEAT readings per column: {int(n_est)}",
                                                                      f"rows used: {len(truth):,}"]})
 
-res = state.shown_result("masking")
-scores: pd.DataFrame = res["scores"]
-mask = res["mask"]
-st.subheader(f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})")
-overall = pd.DataFrame({m: metrics.overall_scores(scores[scores["method"] == m]) for m in res["filled"]}).T
-overall["seconds"] = pd.Series(res["seconds"])
-overall.index.name = "method"
-fo = overall.loc["FEAT"]
-c1, c2, c3 = st.columns(3)
-c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=NRMSE_HELP)
-c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]), help=metrics.METRIC_HELP["cell accuracy"])
-c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
-st.markdown("#### Overall (mean over columns)")
-for said in res["failed"]:
-    st.warning(said, icon=":material/warning:")
-st.dataframe(numbers.style(overall), width="stretch", placeholder="")
-heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
-report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"]), *res["failed"]]),
-          ("Overall (mean over columns)", overall.reset_index())]
-numeric = scores.loc[scores["metric"] == "NRMSE", "column"].unique() if "mean/mode" in res["filled"] else []
-hidden = {c: mask[:, res["truth"].columns.get_loc(c)] for c in numeric}
-why = {c: held_values(res["masked"][c], res["filled"]["FEAT"][c][hidden[c]], res["filled"]["mean/mode"][c][hidden[c]])
-       for c in numeric}
-worse = worse_than(scores, "mean/mode", why=why)
-if worse:          # the simplest fill beats FEAT on these columns: say so, by name
-    said = (f"FEAT fills {'one column' if len(worse) == 1 else f'{len(worse)} columns'} worse than **mean/mode** "
-            f"(each column's average, or its most frequent category) in this run: {', '.join(worse)}. There the "
-            "simplest fill scores better. Scores on a few hidden cells vary from run to run (try another seed): "
-            "**Per-column scores** gives how many cells were hidden.")
-    st.info(said, icon=":material/info:")
-    report.append(("Where FEAT does worse than mean/mode", [said.replace("**", "")]))
-for metric in ("NRMSE", "accuracy"):
-    if (scores["metric"] == metric).any():
-        bars = figures.imputation_bars(scores, metric)
-        st.plotly_chart(bars, width="stretch", key=f"imp_bars_{metric}")
-        report.append((metric, bars))
-wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
-report.append(("Per-column scores", wide.reset_index()))
-with st.expander("Per-column scores"):
-    st.dataframe(numbers.style(wide), width="stretch", placeholder="")
-    state.download_button(st, "Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
-                          "text/csv", "dl_mask_scores")
+with result_area.container():
+    res = state.shown_result("masking")
+    scores: pd.DataFrame = res["scores"]
+    mask = res["mask"]
+    st.subheader(f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})")
+    overall = pd.DataFrame({m: metrics.overall_scores(scores[scores["method"] == m]) for m in res["filled"]}).T
+    overall["seconds"] = pd.Series(res["seconds"])
+    overall.index.name = "method"
+    fo = overall.loc["FEAT"]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("FEAT NRMSE (numeric)", metrics.card_text(fo["NRMSE"]), help=NRMSE_HELP)
+    c2.metric("FEAT accuracy (categorical)", metrics.card_text(fo["accuracy"]),
+              help=metrics.METRIC_HELP["cell accuracy"])
+    c3.metric("FEAT time", metrics.card_text(fo["seconds"], "s"), help=metrics.METRIC_HELP["time"])
+    st.markdown("#### Overall (mean over columns)")
+    for said in res["failed"]:
+        st.warning(said, icon=":material/warning:")
+    st.dataframe(numbers.style(overall), width="stretch", placeholder="")
+    heading = f"{int(mask.sum()):,} of {mask.size:,} cells hidden ({mask.mean():.0%}, {res['mix']})"
+    report = [("The run", [heading, *res.get("settings", []), "methods: " + ", ".join(res["filled"]), *res["failed"]]),
+              ("Overall (mean over columns)", overall.reset_index())]
+    numeric = scores.loc[scores["metric"] == "NRMSE", "column"].unique() if "mean/mode" in res["filled"] else []
+    hidden = {c: mask[:, res["truth"].columns.get_loc(c)] for c in numeric}
+    filled_by = res["filled"]
+    why = {c: held_values(res["masked"][c], filled_by["FEAT"][c][hidden[c]], filled_by["mean/mode"][c][hidden[c]])
+           for c in numeric}
+    worse = worse_than(scores, "mean/mode", why=why)
+    if worse:          # the simplest fill beats FEAT on these columns: say so, by name
+        said = (f"FEAT fills {'one column' if len(worse) == 1 else f'{len(worse)} columns'} worse than **mean/mode** "
+                f"(each column's average, or its most frequent category) in this run: {', '.join(worse)}. There the "
+                "simplest fill scores better. Scores on a few hidden cells vary from run to run (try another seed): "
+                "**Per-column scores** gives how many cells were hidden.")
+        st.info(said, icon=":material/info:")
+        report.append(("Where FEAT does worse than mean/mode", [said.replace("**", "")]))
+    for metric in ("NRMSE", "accuracy"):
+        if (scores["metric"] == metric).any():
+            bars = figures.imputation_bars(scores, metric)
+            st.plotly_chart(bars, width="stretch", key=f"imp_bars_{metric}")
+            report.append((metric, bars))
+    wide = scores.pivot_table(index=["column", "metric", "hidden"], columns="method", values="value", sort=False)
+    report.append(("Per-column scores", wide.reset_index()))
+    with st.expander("Per-column scores"):
+        st.dataframe(numbers.style(wide), width="stretch", placeholder="")
+        state.download_button(st, "Download per-column scores (CSV)", downloads.csv_bytes(scores), "masking_scores.csv",
+                              "text/csv", "dl_mask_scores")
 
-st.markdown("#### Before and after, on a sample of rows")
-truth, masked = res["truth"], res["masked"]
-hidden = pd.DataFrame(mask, index=truth.index, columns=truth.columns)
-sample_idx = hidden.index[hidden.any(axis=1)][:10]
-method = st.selectbox("Show the cells filled by", list(res["filled"]), key="mask_show_method")
-# the three tables write each column alike, as the file writes its values
-before, written = downloads.as_written(ds["df"], truth.loc[sample_idx], hidden & False, numbers.formats_for(truth))
-given = downloads.as_written(ds["df"], masked.loc[sample_idx], hidden, {})[0]
-after = downloads.as_written(ds["df"], res["filled"][method].loc[sample_idx], hidden, {})[0]
-st.caption("Before: the original values, hidden cells highlighted")
-st.dataframe(downloads.highlight(before, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
-st.caption("Hidden: what the imputers were given")
-st.dataframe(numbers.style(given, written), width="stretch", placeholder="")
-st.caption(f"After: filled by {method}, filled cells highlighted")
-st.dataframe(downloads.highlight(after, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
-mask_matrix = figures.missingness_matrix(masked.isna(), n_rows=200, seed=0)
-st.plotly_chart(mask_matrix.update_layout(title="The mask (dark = hidden)"), width="stretch", key="mask_matrix")
-state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")
+    st.markdown("#### Before and after, on a sample of rows")
+    truth, masked = res["truth"], res["masked"]
+    hidden = pd.DataFrame(mask, index=truth.index, columns=truth.columns)
+    sample_idx = hidden.index[hidden.any(axis=1)][:10]
+    method = st.selectbox("Show the cells filled by", list(res["filled"]), key="mask_show_method")
+    # the three tables write each column alike, as the file writes its values
+    before, written = downloads.as_written(ds["df"], truth.loc[sample_idx], hidden & False, numbers.formats_for(truth))
+    given = downloads.as_written(ds["df"], masked.loc[sample_idx], hidden, {})[0]
+    after = downloads.as_written(ds["df"], res["filled"][method].loc[sample_idx], hidden, {})[0]
+    st.caption("Before: the original values, hidden cells highlighted")
+    st.dataframe(downloads.highlight(before, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
+    st.caption("Hidden: what the imputers were given")
+    st.dataframe(numbers.style(given, written), width="stretch", placeholder="")
+    st.caption(f"After: filled by {method}, filled cells highlighted")
+    st.dataframe(downloads.highlight(after, hidden.loc[sample_idx], formats=written), width="stretch", placeholder="")
+    mask_matrix = figures.missingness_matrix(masked.isna(), n_rows=200, seed=0)
+    st.plotly_chart(mask_matrix.update_layout(title="The mask (dark = hidden)"), width="stretch", key="mask_matrix")
+    state.report_button(f"FEAT masking demo on {ds['name']}", report, "masking_report.html", "dl_mask_report")

@@ -146,6 +146,7 @@ with st.form("predict_form"):
                                    f"machine. The default is the environment variable {SCHEDULER_ENV}.").strip()
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
+run_area, result_area = state.run_and_result_areas()
 if submitted:
     clicked = time.perf_counter()      # FEAT's time runs from the click to its final answer, the first included
     params = state.run_params(model, n_estimators=int(n_est), random_state=int(seed),
@@ -178,7 +179,7 @@ if submitted:
         on_dask = f" on the Dask cluster at {scheduler}" if scheduler else ""
         feat_label = (f"FEAT: {'reusing what it learned from' if est else 'learning from'} {len(tr):,} example rows, "
                       f"predicting {len(te):,}{on_dask} ...")
-        with st.status(feat_label, expanded=True) as status:
+        with run_area.status(feat_label, expanded=True) as status:
             state.cancel_button("predict")
             bar = st.progress(0.0, text=f"learning from {len(tr):,} example rows: preparing")
             fitted, first, refine = None, None, ""
@@ -212,7 +213,7 @@ if submitted:
                           + (f", {baselines.GBDT} failed (see below)" if gb_error else ""),
                           state="complete", expanded=False)
     except (aio.TableError, engine.EngineError) as e:
-        state.show_error(e)
+        state.show_error(e, run_area)
     else:
         state.store_result("predict", {"target": target, "task": task, "mode": mode, "test_index": table.index[te],
                                        "y_true": y_all.iloc[te] if mode == "Evaluate" else None,
@@ -227,201 +228,210 @@ if submitted:
                                        + ([f"holdout fraction: {holdout:g}"] if mode == "Evaluate" else [])
                                        + ([f"scored on the Dask cluster at {scheduler}"] if scheduler else [])})
 
-res = state.shown_result("predict")
-tgt, task_r, feat = res["target"], res["task"], res["feat"]
-# the predictions at the precision of the target's known values, the true values as the column writes them
-observed = table[tgt] if tgt in table.columns else ds["df"][tgt] if tgt in ds["df"].columns else res["y_true"]
-pred_formats = numbers.prediction_formats(str(tgt), pd.Series(observed).dropna(), task_r)
-report = [("The run", [f"{res['mode']}: target {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from "
-                       f"{res['n_train']:,} example rows of {ds['name']}", *res.get("settings", []),
-                       f"FEAT time: {state.seconds_text(res['feat_seconds'])}"]),
-          ("What FEAT did", feat.get("what_feat_did", []))]
-read = feat.get("read_rows", res["n_train"])
-st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from {res['n_train']:,} "
-             "example rows" + (f" (FEAT read {read:,} of them; the classical model beside it all)"
-                               if read < res["n_train"] else "")
-             + (f", by {MODEL_NAMES['fast']}" if res.get("model") == "fast" else ""))
-did = feat.get("what_feat_did", [])
-if feat.get("share") in did[1:]:    # said on the page (under the scores, in Fill in under this box): not twice
-    did = [line for line in did if line != feat["share"]]
-with st.expander("What FEAT did"):
-    st.markdown("\n".join(f"- {line}" for line in did))
-    st.caption(f"In technical terms: {feat['reading']}")
-if res["mode"] == "Fill in" and feat.get("share"):     # how much of the answer is the classical model's, in sight
-    st.caption(feat["share"])
-if res.get("gbdt_error"):
-    st.warning(res["gbdt_error"], icon=":material/warning:")
-
-if res["mode"] == "Evaluate":
-    y_true, gb = res["y_true"], res["gbdt"]
-    runs = {"FEAT": feat, **({gb["name"]: gb} if gb else {})}
-    answers = {name: run["pred"] for name, run in runs.items()}     # each method's answer for each held-out row
-    two = task_r == "classification" and len(feat["classes"]) == 2
-    if two:     # a decision cut-off on the probability of the rarer class: the stored probabilities, read again
-        positive = metrics.minority_class(y_true, feat["classes"])
-        if st.session_state.get("pred_cutoff_for") != res["fit_key"] or "pred_cutoff" not in st.session_state:
-            st.session_state["pred_cutoff"], st.session_state["pred_cutoff_for"] = 0.5, res["fit_key"]
-        t1, t2, t3 = st.columns([2, 1, 1])
-        cutoff = t1.slider(f"Cut-off for '{positive}'", 0.01, 0.99, step=0.01, key="pred_cutoff",
-                           help=f"A held-out row is predicted '{positive}' when its probability of '{positive}' is at "
-                                "least this. At 0.5 it is the more likely class, as FEAT answers; lower finds more "
-                                f"of the '{positive}' rows at the price of more false alarms. The confusion matrices, "
-                                "accuracy, balanced accuracy and F1 follow it, for every method; ROC-AUC does not (it "
-                                "reads the probabilities alone), and the predictions below keep FEAT's own answer.")
-        for name, run in runs.items():
-            at_cut = metrics.at_cutoff(run["proba"], run["classes"], positive, cutoff)
-            answers[name] = answers[name] if at_cut is None else at_cut
-        prec, rec = metrics.precision_recall(y_true, answers["FEAT"], positive)
-        t2.metric(f"FEAT precision for '{positive}'", metrics.card_text(prec), help=metrics.METRIC_HELP["precision"])
-        t3.metric(f"FEAT recall for '{positive}'", metrics.card_text(rec), help=metrics.METRIC_HELP["recall"])
-        if gb:
-            gp, gr = metrics.precision_recall(y_true, answers[gb["name"]], positive)
-            t1.caption(f"{gb['name']} at this cut-off: precision {metrics.card_text(gp)}, recall {metrics.card_text(gr)}.")
-        report[0][1].append(f"cut-off for '{positive}': {cutoff:g}")
-    scores, secs = {}, {"FEAT": res["feat_seconds"]}
-    for name, run in runs.items():
-        scores[name] = (metrics.classification_metrics(y_true, answers[name], run["proba"], run["classes"])
-                        if task_r == "classification" else metrics.regression_metrics(y_true, run["pred"]))
-    if gb:
-        secs[gb["name"]] = gb["seconds"]
-    if task_r == "classification":       # a class (nearly) never predicted: its rows all wrong, whatever accuracy says
-        counts = pd.Series(y_true).value_counts()
-        for name, run in runs.items():
-            for cls, n, found, named in metrics.seldom_found(y_true, answers[name], run["classes"]):
-                move, rate = "", max(0.01, round(n / len(y_true), 2))
-                if two:     # the cut-off at the class's share of the rows is the one for the best balanced accuracy
-                    move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
-                            + (f": near {rate:g}, the share of '{positive}' rows, counts both classes alike"
-                               if cls == positive and rate < cutoff else ""))
-                at_cut = " at this cut-off" if two else ""
-                said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the "
-                        f"{len(y_true):,} held-out rows are '{cls}': it missed every one of them" if not named else
-                        f"**{name} finds {found:,} of the {n:,} held-out rows that are '{cls}'**{at_cut} (recall "
-                        f"{metrics.card_text(found / n)})")
-                st.warning(f"{said}. Always answering '{counts.index[0]}', the most common class, would score an "
-                           f"accuracy of {metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
-                           f"{metrics.card_text(scores[name]['accuracy'])}), so accuracy says little here: read the "
-                           f"balanced accuracy ({metrics.card_text(scores[name]['balanced accuracy'])}){move}.",
-                           icon=":material/warning:")
-    table_scores = metrics.compare_table(scores, secs)
-    main_keys = (["ROC-AUC", "accuracy", "balanced accuracy", "F1 (macro)"] if task_r == "classification"
-                 else ["RMSE", "R²", "MAE"])
-    # five cards in a row cut "FEAT balanced accuracy" at a 1,280-px window
-    mc = [col for _ in range(0, len(main_keys) + 1, CARDS_A_ROW) for col in st.columns(CARDS_A_ROW)]
-    for col, k in zip(mc, main_keys):
-        v = scores["FEAT"][k]
-        delta, tie = None, False
-        if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
-            diff = numbers.delta_text(v - scores[gb["name"]][k])
-            tie = diff == "0"              # a tie reads "same as", grey and without an arrow
-            delta = f"same as {gb['name']}" if tie else f"{diff} vs {gb['name']}"
-        col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
-                   delta_color="off" if tie else "inverse" if k in ("RMSE", "MAE") else "normal",
-                   delta_arrow="off" if tie else "auto")
-    first_s = res.get("first_seconds")
-    mc[len(main_keys)].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
-                  help=metrics.METRIC_HELP["FEAT time"]
-                  + (f" Here the first answer came after {state.seconds_text(first_s)}." if first_s else "")
-                  + (" This run reused what FEAT learned from the same example rows with the same settings, so it "
-                     "paid for the predictions alone." if res.get("fit_reused") else ""))
-    if feat.get("share"):
+with result_area.container():
+    res = state.shown_result("predict")
+    tgt, task_r, feat = res["target"], res["task"], res["feat"]
+    # the predictions at the precision of the target's known values, the true values as the column writes them
+    observed = table[tgt] if tgt in table.columns else ds["df"][tgt] if tgt in ds["df"].columns else res["y_true"]
+    pred_formats = numbers.prediction_formats(str(tgt), pd.Series(observed).dropna(), task_r)
+    report = [("The run", [f"{res['mode']}: target {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from "
+                           f"{res['n_train']:,} example rows of {ds['name']}", *res.get("settings", []),
+                           f"FEAT time: {state.seconds_text(res['feat_seconds'])}"]),
+              ("What FEAT did", feat.get("what_feat_did", []))]
+    read = feat.get("read_rows", res["n_train"])
+    st.subheader(f"{res['mode']}: {tgt!r} ({task_r}), {len(res['test_index']):,} rows predicted from "
+                 f"{res['n_train']:,} example rows"
+                 + (f" (FEAT read {read:,} of them; the classical model beside it all)"
+                    if read < res["n_train"] else "")
+                 + (f", by {MODEL_NAMES['fast']}" if res.get("model") == "fast" else ""))
+    did = feat.get("what_feat_did", [])
+    if feat.get("share") in did[1:]:    # said on the page (under the scores, in Fill in under this box): not twice
+        did = [line for line in did if line != feat["share"]]
+    with st.expander("What FEAT did"):
+        st.markdown("\n".join(f"- {line}" for line in did))
+        st.caption(f"In technical terms: {feat['reading']}")
+    if res["mode"] == "Fill in" and feat.get("share"):     # how much of the answer is the classical model's, in sight
         st.caption(feat["share"])
-    # the table's scores written as the cards write them (0.599, not 0.60)
-    st.dataframe(numbers.style(table_scores, dict.fromkeys(table_scores.columns, metrics.card_text)), width="stretch",
-                 placeholder="")
-    report.append(("Scores", table_scores))
-    if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
-        st.caption("ROC-AUC is n/a: the holdout holds a single class.")
-    if task_r == "classification":
-        labels = list(feat["classes"])
-        c1, c2 = st.columns(2)
-        figs = [figures.confusion_figure(metrics.confusion(y_true, answers[name], labels), f"{name} confusion matrix")
-                for name in runs]
-        for col, fig, key in zip((c1, c2), figs, ("cm_feat", "cm_gbdt")):
-            col.plotly_chart(fig, width="stretch", key=key)
-            report.append((fig.layout.title.text, fig))
-        is_positive = metrics.label_codes(y_true, [positive]) == 0 if two else None
-        if two and is_positive.any() and not is_positive.all():      # both classes held out: the curves
-            chances = {}
+    if res.get("gbdt_error"):
+        st.warning(res["gbdt_error"], icon=":material/warning:")
+
+    if res["mode"] == "Evaluate":
+        y_true, gb = res["y_true"], res["gbdt"]
+        runs = {"FEAT": feat, **({gb["name"]: gb} if gb else {})}
+        answers = {name: run["pred"] for name, run in runs.items()}     # each method's answer for each held-out row
+        two = task_r == "classification" and len(feat["classes"]) == 2
+        if two:     # a decision cut-off on the probability of the rarer class: the stored probabilities, read again
+            positive = metrics.minority_class(y_true, feat["classes"])
+            if st.session_state.get("pred_cutoff_for") != res["fit_key"] or "pred_cutoff" not in st.session_state:
+                st.session_state["pred_cutoff"], st.session_state["pred_cutoff_for"] = 0.5, res["fit_key"]
+            t1, t2, t3 = st.columns([2, 1, 1])
+            cutoff = t1.slider(f"Cut-off for '{positive}'", 0.01, 0.99, step=0.01, key="pred_cutoff",
+                               help=f"A held-out row is predicted '{positive}' when its probability of "
+                                    f"'{positive}' is at least this. At 0.5 it is the more likely class, as FEAT "
+                                    f"answers; lower finds more of the '{positive}' rows at the price of more false "
+                                    "alarms. The confusion matrices, accuracy, balanced accuracy and F1 follow it, for "
+                                    "every method; ROC-AUC does not (it reads the probabilities alone), and the "
+                                    "predictions below keep FEAT's own answer.")
             for name, run in runs.items():
-                at = metrics.label_codes([positive], list(run["classes"]))[0]
-                if run["proba"] is not None and at < len(run["classes"]):
-                    chances[name] = np.asarray(run["proba"], dtype=float)[:, at]
-            c3, c4 = st.columns(2)
-            for col, fig, key in zip((c3, c4), (figures.roc_figure(is_positive, chances, str(positive), cutoff),
-                                                figures.precision_recall_figure(is_positive, chances, str(positive),
-                                                                                cutoff)), ("roc", "pr")):
+                at_cut = metrics.at_cutoff(run["proba"], run["classes"], positive, cutoff)
+                answers[name] = answers[name] if at_cut is None else at_cut
+            prec, rec = metrics.precision_recall(y_true, answers["FEAT"], positive)
+            t2.metric(f"FEAT precision for '{positive}'", metrics.card_text(prec),
+                      help=metrics.METRIC_HELP["precision"])
+            t3.metric(f"FEAT recall for '{positive}'", metrics.card_text(rec), help=metrics.METRIC_HELP["recall"])
+            if gb:
+                gp, gr = metrics.precision_recall(y_true, answers[gb["name"]], positive)
+                t1.caption(f"{gb['name']} at this cut-off: precision {metrics.card_text(gp)}, "
+                           f"recall {metrics.card_text(gr)}.")
+            report[0][1].append(f"cut-off for '{positive}': {cutoff:g}")
+        scores, secs = {}, {"FEAT": res["feat_seconds"]}
+        for name, run in runs.items():
+            scores[name] = (metrics.classification_metrics(y_true, answers[name], run["proba"], run["classes"])
+                            if task_r == "classification" else metrics.regression_metrics(y_true, run["pred"]))
+        if gb:
+            secs[gb["name"]] = gb["seconds"]
+        # a class (nearly) never predicted: its rows all wrong, whatever accuracy says
+        if task_r == "classification":
+            counts = pd.Series(y_true).value_counts()
+            for name, run in runs.items():
+                for cls, n, found, named in metrics.seldom_found(y_true, answers[name], run["classes"]):
+                    move, rate = "", max(0.01, round(n / len(y_true), 2))
+                    if two:     # the cut-off at the class's share of the rows is the one for the best balanced accuracy
+                        move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
+                                + (f": near {rate:g}, the share of '{positive}' rows, counts both classes alike"
+                                   if cls == positive and rate < cutoff else ""))
+                    at_cut = " at this cut-off" if two else ""
+                    said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the "
+                            f"{len(y_true):,} held-out rows are '{cls}': it missed every one of them" if not named else
+                            f"**{name} finds {found:,} of the {n:,} held-out rows that are '{cls}'**{at_cut} (recall "
+                            f"{metrics.card_text(found / n)})")
+                    st.warning(f"{said}. Always answering '{counts.index[0]}', the most common class, would score an "
+                               f"accuracy of {metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
+                               f"{metrics.card_text(scores[name]['accuracy'])}), so accuracy says little here: read "
+                               f"the balanced accuracy ({metrics.card_text(scores[name]['balanced accuracy'])}){move}.",
+                               icon=":material/warning:")
+        table_scores = metrics.compare_table(scores, secs)
+        main_keys = (["ROC-AUC", "accuracy", "balanced accuracy", "F1 (macro)"] if task_r == "classification"
+                     else ["RMSE", "R²", "MAE"])
+        # five cards in a row cut "FEAT balanced accuracy" at a 1,280-px window
+        mc = [col for _ in range(0, len(main_keys) + 1, CARDS_A_ROW) for col in st.columns(CARDS_A_ROW)]
+        for col, k in zip(mc, main_keys):
+            v = scores["FEAT"][k]
+            delta, tie = None, False
+            if gb and np.isfinite(v) and np.isfinite(scores[gb["name"]][k]):
+                diff = numbers.delta_text(v - scores[gb["name"]][k])
+                tie = diff == "0"              # a tie reads "same as", grey and without an arrow
+                delta = f"same as {gb['name']}" if tie else f"{diff} vs {gb['name']}"
+            col.metric(f"FEAT {k}", metrics.card_text(v), delta=delta, help=metrics.METRIC_HELP[k],
+                       delta_color="off" if tie else "inverse" if k in ("RMSE", "MAE") else "normal",
+                       delta_arrow="off" if tie else "auto")
+        first_s = res.get("first_seconds")
+        mc[len(main_keys)].metric("FEAT time", metrics.card_text(res["feat_seconds"], "s"),
+                      help=metrics.METRIC_HELP["FEAT time"]
+                      + (f" Here the first answer came after {state.seconds_text(first_s)}." if first_s else "")
+                      + (" This run reused what FEAT learned from the same example rows with the same settings, so it "
+                         "paid for the predictions alone." if res.get("fit_reused") else ""))
+        if feat.get("share"):
+            st.caption(feat["share"])
+        # the table's scores written as the cards write them (0.599, not 0.60)
+        st.dataframe(numbers.style(table_scores, dict.fromkeys(table_scores.columns, metrics.card_text)),
+                     width="stretch", placeholder="")
+        report.append(("Scores", table_scores))
+        if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
+            st.caption("ROC-AUC is n/a: the holdout holds a single class.")
+        if task_r == "classification":
+            labels = list(feat["classes"])
+            c1, c2 = st.columns(2)
+            figs = [figures.confusion_figure(metrics.confusion(y_true, answers[name], labels),
+                                             f"{name} confusion matrix") for name in runs]
+            for col, fig, key in zip((c1, c2), figs, ("cm_feat", "cm_gbdt")):
                 col.plotly_chart(fig, width="stretch", key=key)
                 report.append((fig.layout.title.text, fig))
-    else:
-        fig = figures.pred_vs_actual(y_true, answers, str(tgt), pred_formats[f"{tgt} (actual)"], pred_formats[str(tgt)])
-        st.plotly_chart(fig, width="stretch", key="pva")
-        report.append(("Predicted against actual", fig))
+            is_positive = metrics.label_codes(y_true, [positive]) == 0 if two else None
+            if two and is_positive.any() and not is_positive.all():      # both classes held out: the curves
+                chances = {}
+                for name, run in runs.items():
+                    at = metrics.label_codes([positive], list(run["classes"]))[0]
+                    if run["proba"] is not None and at < len(run["classes"]):
+                        chances[name] = np.asarray(run["proba"], dtype=float)[:, at]
+                c3, c4 = st.columns(2)
+                for col, fig, key in zip((c3, c4), (figures.roc_figure(is_positive, chances, str(positive), cutoff),
+                                                    figures.precision_recall_figure(is_positive, chances, str(positive),
+                                                                                    cutoff)), ("roc", "pr")):
+                    col.plotly_chart(fig, width="stretch", key=key)
+                    report.append((fig.layout.title.text, fig))
+        else:
+            fig = figures.pred_vs_actual(y_true, answers, str(tgt), pred_formats[f"{tgt} (actual)"],
+                                         pred_formats[str(tgt)])
+            st.plotly_chart(fig, width="stretch", key="pva")
+            report.append(("Predicted against actual", fig))
 
-st.markdown("#### Why these predictions")
-st.caption("FEAT prices each column by hiding it and reading the row again: the change in the prediction is what "
-           "that cell contributed to it. The ranking averages the size of the changes over the rows; one row's "
-           "chart shows the direction too. " + (f"It reads {EXPLAIN_ROWS} of the predicted rows at most."
-                                                 if len(res["test_index"]) > EXPLAIN_ROWS else ""))
-unit = "probability of the predicted class" if task_r == "classification" else str(tgt)
-if st.button("Price each column", key="pred_explain"):
-    est = state.kept_fit(res["fit_key"])
-    if est is None:
-        st.info("Run the prediction again first: FEAT keeps only the two latest fits.")
-    else:
-        X_ex = res["X_test"].head(EXPLAIN_ROWS)
-        with st.status(f"FEAT: hiding each column in {len(X_ex):,} rows ...", expanded=True) as status:
-            bar = st.progress(0.0, text="preparing")
-            try:
-                got = engine.attributions(est, X_ex, state.progress_callback(bar))
-            except engine.EngineError as e:
-                state.show_error(e)
-            else:
-                res["attributions"] = got.value
-                status.update(label=f"Done in {state.seconds_text(got.seconds)}", state="complete", expanded=False)
-attr = res.get("attributions")
-if attr is not None:
-    e1, e2 = st.columns(2)
-    ranking = figures.attribution_ranking(attr, unit)
-    e1.plotly_chart(ranking, width="stretch", key="attr_rank")
-    report.append(("Why these predictions", ranking))
-    row = e2.selectbox("Row", list(attr.index), key="attr_row", help="A predicted row, by its row number in the table")
-    at = list(res["test_index"]).index(row)
-    x_cols = list(res["X_test"].columns)
-    cell_formats = numbers.formats_for(table[x_cols] if set(x_cols) <= set(table.columns) else res["X_test"])
-    e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
-                                            f"Row {row}: predicted {pred_formats[str(tgt)](feat['pred'][at])}",
-                                            unit, cell_formats), width="stretch", key="attr_row_chart")
+    st.markdown("#### Why these predictions")
+    st.caption("FEAT prices each column by hiding it and reading the row again: the change in the prediction is what "
+               "that cell contributed to it. The ranking averages the size of the changes over the rows; one row's "
+               "chart shows the direction too. " + (f"It reads {EXPLAIN_ROWS} of the predicted rows at most."
+                                                     if len(res["test_index"]) > EXPLAIN_ROWS else ""))
+    unit = "probability of the predicted class" if task_r == "classification" else str(tgt)
+    if st.button("Price each column", key="pred_explain"):
+        est = state.kept_fit(res["fit_key"])
+        if est is None:
+            st.info("Run the prediction again first: FEAT keeps only the two latest fits.")
+        else:
+            X_ex = res["X_test"].head(EXPLAIN_ROWS)
+            with st.status(f"FEAT: hiding each column in {len(X_ex):,} rows ...", expanded=True) as status:
+                bar = st.progress(0.0, text="preparing")
+                try:
+                    got = engine.attributions(est, X_ex, state.progress_callback(bar))
+                except engine.EngineError as e:
+                    state.show_error(e)
+                else:
+                    res["attributions"] = got.value
+                    status.update(label=f"Done in {state.seconds_text(got.seconds)}", state="complete", expanded=False)
+    attr = res.get("attributions")
+    if attr is not None:
+        e1, e2 = st.columns(2)
+        ranking = figures.attribution_ranking(attr, unit)
+        e1.plotly_chart(ranking, width="stretch", key="attr_rank")
+        report.append(("Why these predictions", ranking))
+        row = e2.selectbox("Row", list(attr.index), key="attr_row",
+                           help="A predicted row, by its row number in the table")
+        at = list(res["test_index"]).index(row)
+        x_cols = list(res["X_test"].columns)
+        cell_formats = numbers.formats_for(table[x_cols] if set(x_cols) <= set(table.columns) else res["X_test"])
+        e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
+                                                f"Row {row}: predicted {pred_formats[str(tgt)](feat['pred'][at])}",
+                                                unit, cell_formats), width="stretch", key="attr_row_chart")
 
-pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
-                                      y_true=res["y_true"], target=str(tgt))
-st.markdown("#### Predictions")
-st.dataframe(numbers.style(pred_df.head(200), pred_formats), width="stretch", height=240, hide_index=True,
-             placeholder="")
-d1, d2 = st.columns(2)
-# the CSV is written when the button is clicked (Streamlit calls the function), not on every rerun of the page
-state.download_button(d1, "Download predictions (CSV)", partial(downloads.csv_bytes, pred_df),
-                      f"feat_predictions_{tgt}.csv", "text/csv", "dl_pred_csv")
-report.append(("Predictions", pred_df, pred_formats))
-state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html", "dl_pred_report")
-try:
-    state.download_button(d2, "Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
-                          f"feat_predictions_{tgt}.parquet", "application/octet-stream", "dl_pred_parquet")
-except aio.TableError as e:
-    d2.caption(str(e))
-
-if res["mode"] == "Fill in":     # the whole table as uploaded, the empty targets filled and marked
-    whole = downloads.filled_target_table(ds["df"], res["test_index"], feat["pred"], tgt)
-    flag = whole.columns[whole.columns.get_loc(tgt) + 1]
-    st.markdown("#### The whole table, filled in")
-    st.caption(f"All {len(whole):,} rows in their uploaded order, with FEAT's prediction in each of the "
-               f"{int(whole[flag].sum()):,} empty '{tgt}' cells and the known values as they were; the column "
-               f"'{flag}' says which rows FEAT filled (True) and which were known (False).")
-    w1, w2 = st.columns(2)
-    state.download_button(w1, "Download the whole table, filled in (CSV)", partial(downloads.csv_bytes, whole),
-                          f"feat_filled_{tgt}.csv", "text/csv", "dl_whole_csv")
+    pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
+                                          y_true=res["y_true"], target=str(tgt))
+    st.markdown("#### Predictions")
+    st.dataframe(numbers.style(pred_df.head(200), pred_formats), width="stretch", height=240, hide_index=True,
+                 placeholder="")
+    d1, d2 = st.columns(2)
+    # the CSV is written when the button is clicked (Streamlit calls the function), not on every rerun of the page
+    state.download_button(d1, "Download predictions (CSV)", partial(downloads.csv_bytes, pred_df),
+                          f"feat_predictions_{tgt}.csv", "text/csv", "dl_pred_csv")
+    report.append(("Predictions", pred_df, pred_formats))
+    state.report_button(f"FEAT on {ds['name']}: {res['mode']} {tgt}", report, f"feat_report_{tgt}.html",
+                        "dl_pred_report")
     try:
-        state.download_button(w2, "Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
-                              f"feat_filled_{tgt}.parquet", "application/octet-stream", "dl_whole_parquet")
+        state.download_button(d2, "Download predictions (Parquet)", downloads.parquet_bytes(pred_df),
+                              f"feat_predictions_{tgt}.parquet", "application/octet-stream", "dl_pred_parquet")
     except aio.TableError as e:
-        w2.caption(str(e))
+        d2.caption(str(e))
+
+    if res["mode"] == "Fill in":     # the whole table as uploaded, the empty targets filled and marked
+        whole = downloads.filled_target_table(ds["df"], res["test_index"], feat["pred"], tgt)
+        flag = whole.columns[whole.columns.get_loc(tgt) + 1]
+        st.markdown("#### The whole table, filled in")
+        st.caption(f"All {len(whole):,} rows in their uploaded order, with FEAT's prediction in each of the "
+                   f"{int(whole[flag].sum()):,} empty '{tgt}' cells and the known values as they were; the column "
+                   f"'{flag}' says which rows FEAT filled (True) and which were known (False).")
+        w1, w2 = st.columns(2)
+        state.download_button(w1, "Download the whole table, filled in (CSV)", partial(downloads.csv_bytes, whole),
+                              f"feat_filled_{tgt}.csv", "text/csv", "dl_whole_csv")
+        try:
+            state.download_button(w2, "Download the whole table, filled in (Parquet)", downloads.parquet_bytes(whole),
+                                  f"feat_filled_{tgt}.parquet", "application/octet-stream", "dl_whole_parquet")
+        except aio.TableError as e:
+            w2.caption(str(e))
