@@ -774,6 +774,14 @@ def test_relations_on_a_wide_table_relate_the_columns_picked():
     no_trouble(at)
     mats = at.session_state["result:relations"]["mats"]
     assert sorted(mats["Pearson"].index) == ["alcohol", "cultivar", "extra_0", "malic_acid"]
+    assert not any("most related to it" in c.value for c in at.caption)
+    at.multiselect(key="rel_columns").set_value([f"extra_{i}" for i in range(25)])    # with the target, 26 columns
+    at.button(key="rel_run").click().run()       # wider than the 24 FEAT learned on: dependence reads 24 a column
+    no_trouble(at)
+    assert any(c.value.startswith("FEAT dependence predicts each column from the 24 columns most related to it")
+               for c in at.caption)
+    dependence = at.session_state["result:relations"]["mats"]["FEAT dependence"]
+    assert ((dependence > 0).sum(axis=1) <= 24).all()
 
 
 def test_relations_heatmaps_graph_and_parts(monkeypatch):

@@ -95,14 +95,14 @@ def test_mutual_information_in_threads_equals_one_column_at_a_time():
     """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially."""
     from sklearn.feature_selection import mutual_info_regression
 
-    from feat_engine.relations.correlations import _filled_standardised, _mutual_information
+    from feat_engine.relations.correlations import _filled_standardised, mutual_information_among
 
     rng = np.random.default_rng(3)
     z = rng.normal(size=(600, 5))
     z[:, 1] += z[:, 0] ** 2
     z[rng.random(z.shape) < 0.05] = np.nan
     z[:, 4] = 1.0                                                    # a constant column scores 0
-    got = _mutual_information(z, random_state=7)
+    got = mutual_information_among(z, random_state=7)
     filled, varies = _filled_standardised(z)
     want = np.zeros((5, 5))
     for j in np.flatnonzero(varies):
@@ -125,6 +125,28 @@ def test_dependence_matrix_sees_through_a_chain():
     assert np.allclose(np.diag(m), 0) and (m.to_numpy() >= 0).all()
     assert abs(pearson_matrix(df).loc["c", "a"]) > 0.6
     assert m.loc["c", "b"] > 0.3 and m.loc["c", "b"] > 5 * max(m.loc["c", "a"], m.loc["c", "n"], 0.01)
+
+
+def test_dependence_matrix_reads_a_wide_table_at_the_pretrained_width():
+    """Past the width the model was pretrained on (24 other columns), each column's run reads the 24 columns most
+    related to it by mutual information and leaves the others 0: its row is, to the bit, the row of the matrix of
+    that column and those 24 alone (which reads every column, as before)."""
+    from feat_engine.relations.matrices import _encoded_columns, _read_beside
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=160)
+    noise = {f"n{j}": rng.normal(size=160) for j in range(26)}
+    df = pd.DataFrame({"a": a, "b": a + 0.3 * rng.normal(size=160), **noise})
+    wide = dependence_matrix(df, max_rows=160, n_query=8)
+    z, names, _ = _encoded_columns(df, None, None, 10)
+    context = np.random.default_rng(0).permutation(len(z))[8:]          # the function's draw: queries first
+    beside = _read_beside(z[context], 24, 0)
+    i = names.index("b")
+    assert all(len(cols) == 24 for cols in beside) and names.index("a") in beside[i]
+    read = [names[j] for j in beside[i]]
+    alone = dependence_matrix(df.iloc[:, sorted([i, *beside[i]])], max_rows=160, n_query=8)
+    np.testing.assert_array_equal(wide.loc["b", read].to_numpy(), alone.loc["b", read].to_numpy())
+    assert (wide.loc["b"].drop(read) == 0).all() and wide.loc["b", "a"] > 0.3
 
 
 def test_dependence_matrix_with_a_class_target(table):

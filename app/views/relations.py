@@ -116,13 +116,20 @@ with result_area.container():
              "names). Mutual information and FEAT's matrices read them.") if unordered else None
     if blank:
         st.caption(blank)
+    width = state.model_info()["estimator_args"]["max_features"] or len(order)    # the widest table FEAT learned on
+    beside = (f"FEAT dependence predicts each column from the {width} columns most related to it (by mutual "
+              f"information), as FEAT reads any table wider than the {width} columns it learned on: the pairs it "
+              "did not read show 0.") if len(order) - 1 > width else None
+    if beside:
+        st.caption(beside)
     known = res.get("known", len(table))             # the rows whose target is known, where one was chosen
     whose = "" if tgt is None or known == len(table) else f" whose {tgt!r} is known"
     rows = f"the {known:,} rows{whose}" if res["n_rows"] >= known else \
         f"a random {res['n_rows']:,} of the {known:,} rows{whose}"
     report = [("The run", [f"{len(order)} columns" + (f", target {tgt!r}" if tgt else "") + f", computed on {rows}",
                            *res.get("settings", []), f"heatmap axes ordered by a clustering of {order_by}",
-                           *([blank] if blank else []), f"time: {state.seconds_text(res['seconds'])}"])]
+                           *([blank] if blank else []), *([beside] if beside else []),
+                           f"time: {state.seconds_text(res['seconds'])}"])]
     report += [(fig.layout.title.text, fig) for fig in maps.values()]
 
     st.markdown("#### Dependency graph")

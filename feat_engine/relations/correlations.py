@@ -143,7 +143,7 @@ def mutual_information_matrix(X: Any, target: Hashable | None = None, max_rows: 
     enc = encoded_table(X, target)
     if max_rows is not None and len(enc) > max_rows:
         enc = enc.iloc[np.sort(np.random.default_rng(random_state).permutation(len(enc))[:max_rows])]
-    out = _mutual_information(enc.to_numpy(dtype=float), random_state)
+    out = mutual_information_among(enc.to_numpy(dtype=float), random_state)
     return pd.DataFrame(out, index=enc.columns, columns=enc.columns)
 
 
@@ -154,7 +154,7 @@ def _filled_standardised(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (z - z.mean(0)) / np.where(sd > 0, sd, 1.0), sd > 0
 
 
-def _mutual_information(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
+def mutual_information_among(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
     """(D, D) k-nearest-neighbour mutual information of the columns of z (NaN allowed): [i, j] with column j
     predicted; zero diagonal and zero for constant columns."""
     z, varies = _filled_standardised(z)
@@ -181,7 +181,7 @@ def pair_statistics(z: np.ndarray, random_state: int | None = 0) -> np.ndarray:
     the abs partial Pearson and Spearman correlations given all other columns (the classical test of a
     direct link). Missing cells sit at the column mean; zero diagonal."""
     z, _ = _filled_standardised(np.asarray(z, dtype=float))
-    mi = _mutual_information(z, random_state)
+    mi = mutual_information_among(z, random_state)
     with np.errstate(invalid="ignore", divide="ignore"):          # a constant column correlates 0
         r, rho = (np.nan_to_num(np.atleast_2d(np.corrcoef(v, rowvar=False))) for v in (z, rankdata(z, axis=0)))
     out = np.abs(np.stack([(mi + mi.T) / 2, r, rho, _partial(r), _partial(rho)], -1))

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from scipy.special import expit, softmax
 
-from ..checkpoint import checkpoint_path, edge_head_path, load_edge_head, resolve_model
+from ..checkpoint import checkpoint_path, edge_head_path, load_edge_head, resolve_model, trained_max_features
 from ..errors import FEATInputError
 from ..inference import autocast, map_runs, precision_config, resolve_device, run
 from ..model import FEAT
@@ -21,7 +21,7 @@ from ..preprocess import TablePreprocessor
 from ..progress import Progress, StepCounter
 from ..reading.members import plan_members
 from ..targets import ClassEncoder, TargetScaler, infer_task, numeric_target, target_rows
-from .correlations import pair_statistics, split_target
+from .correlations import mutual_information_among, pair_statistics, split_target
 
 
 def _encoded_columns(X: pd.DataFrame, y: pd.Series | None, target: Hashable | None, max_classes: int,
@@ -53,6 +53,19 @@ def _codes_as_numbers(z: np.ndarray, n_classes: int | None) -> np.ndarray:
     return z
 
 
+def _read_beside(z: np.ndarray, width: int, random_state: int | None = 0) -> list[np.ndarray]:
+    """For each column of z (rows x columns, NaN allowed), the other columns a run that predicts it reads: all of
+    them where they are at most `width` (the widest table the model was pretrained on), else the `width` most
+    related to it by mutual information (symmetrised, `mutual_information_among`), in column order."""
+    d = z.shape[1]
+    if d - 1 <= width:
+        return [np.delete(np.arange(d), i) for i in range(d)]
+    mi = mutual_information_among(z, random_state)
+    mi = mi + mi.T
+    return [np.sort(np.delete(np.arange(d), i)[np.argsort(-np.delete(mi[i], i), kind="stable")[:width]])
+            for i in range(d)]
+
+
 def dependence_matrix(
     X: Any, target: Hashable | None = None, max_rows: int = 1024, n_query: int = 128,
     random_state: int | None = 0, device: str = "auto", precision: str = "auto",
@@ -66,7 +79,11 @@ def dependence_matrix(
     direct ones.
 
     One run per column: its query rows come once whole and once per other column with that column
-    missing, so each run prices every other column at once. On a CPU the runs share the cores.
+    missing, so each run prices every other column at once. On a CPU the runs share the cores. A table
+    wider than the model was pretrained on (24 other columns) is read as the estimators read one: each
+    column's run reads the 24 other columns most related to it by mutual information on the context rows
+    (`_read_beside`), and the pairs it does not read are 0; the runs' cost then grows with the columns
+    rather than with their cube (docs/decisions/0032-relation-matrices.md).
 
     Parameters
     ----------
@@ -107,7 +124,7 @@ def dependence_matrix(
     """
     X, y = split_target(X, target)
     cfg = precision_config(precision, device)
-    model, _ = resolve_model(checkpoint)
+    model, meta = resolve_model(checkpoint)
     z, names, n_classes = _encoded_columns(X, y, target, model.cfg.max_classes)
     if len(z) < 8:
         raise FEATInputError(f"dependence_matrix needs at least 8 rows, got {len(z)}")
@@ -120,24 +137,27 @@ def dependence_matrix(
     inputs = _codes_as_numbers(z, n_classes)
     steps = StepCounter(progress, d)
     says = [steps.callback(f"column {i + 1}/{d} ({names[i]})") for i in range(d)]    # in column order
-    ids = model.column_ids(1, d - 1, seed=random_state)      # one S-DFE draw for every column's run
+    beside = _read_beside(z[c], trained_max_features(meta), random_state)
+    k = len(beside[0])
+    ids = model.column_ids(1, k, seed=random_state)      # one S-DFE draw for every column's run
 
     def priced(i: int) -> np.ndarray | None:
-        """How much worse column i is predicted without each other column (None: too few values to tell)."""
-        others = np.delete(np.arange(d), i)
+        """How much worse column i is predicted without each column its run reads, `beside[i]` (None: too few
+        values to tell)."""
+        others = beside[i]
         ctx = c[np.isfinite(z[c, i])]
         qi = q[np.isfinite(z[q, i])]
         say = says[i]
         if len(ctx) < 4 or len(qi) == 0 or (not is_class[i] and np.nanstd(z[ctx, i]) == 0):
             return None
-        xq = np.repeat(inputs[qi][:, others][None], d, axis=0)          # copy 0 whole, copy k + 1 without column k
-        for k in range(d - 1):
-            xq[k + 1, :, k] = np.nan
-        xq = xq.reshape(-1, d - 1)
+        xq = np.repeat(inputs[qi][:, others][None], k + 1, axis=0)      # copy 0 whole, copy m + 1 without column m
+        for m in range(k):
+            xq[m + 1, :, m] = np.nan
+        xq = xq.reshape(-1, k)
         if is_class[i]:
             res = run(model, inputs[ctx][:, others], z[ctx, i], xq, "classification", n_classes=n_classes,
                       column_ids=ids, device=device, cfg=cfg, progress=say)
-            p = softmax(res.logits[:, :n_classes].astype(np.float64), axis=1).reshape(d, len(qi), n_classes)
+            p = softmax(res.logits[:, :n_classes].astype(np.float64), axis=1).reshape(k + 1, len(qi), n_classes)
             truth = np.eye(n_classes)[z[qi, i].astype(int)]
             freq = np.bincount(z[ctx, i].astype(int), minlength=n_classes) / len(ctx)
             loss = ((p - truth) ** 2).sum(-1).mean(-1) / max(((freq - truth) ** 2).sum(-1).mean(), 1e-12)
@@ -145,13 +165,13 @@ def dependence_matrix(
             mu, sd = z[ctx, i].mean(), z[ctx, i].std()
             res = run(model, inputs[ctx][:, others], (z[ctx, i] - mu) / sd, xq, "regression",
                       column_ids=ids, device=device, cfg=cfg, progress=say)
-            loss = ((res.pred.reshape(d, len(qi)) - (z[qi, i] - mu) / sd) ** 2).mean(-1)
+            loss = ((res.pred.reshape(k + 1, len(qi)) - (z[qi, i] - mu) / sd) ** 2).mean(-1)
         return np.maximum(loss[1:] - loss[0], 0.0)
 
     out = np.zeros((d, d))
     for i, row in enumerate(map_runs(priced, range(d), device, steps.flush)):       # the columns on all cores
         if row is not None:
-            out[i, np.delete(np.arange(d), i)] = row
+            out[i, beside[i]] = row
     return pd.DataFrame(out, index=names, columns=names)
 
 
