@@ -83,8 +83,8 @@ with result_area.container():
     p1, p2 = st.columns([3, 2])
     part = p1.radio("Part of the FEAT matrices", list(figures.PARTS), format_func=figures.PARTS.get, horizontal=True,
                     key="rel_part", help="A[i, j]: how much column i draws on column j. Aᵀ flips the direction; "
-                                         "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than j on "
-                                         "i).")
+                                         "A − Aᵀ keeps only the asymmetric part (red: i draws on j more than "
+                                         "j on i).")
     ORDER_FROM = "FEAT edges"      # the measure that found true links most often (the caption above)
     order_by = p2.selectbox("Order the columns by", list(mats), index=list(mats).index(ORDER_FROM),
                             key="rel_order_by",

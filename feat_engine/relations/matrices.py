@@ -80,10 +80,11 @@ def dependence_matrix(
 
     One run per column: its query rows come once whole and once per other column with that column
     missing, so each run prices every other column at once. On a CPU the runs share the cores. A table
-    wider than the model was pretrained on (24 other columns) is read as the estimators read one: each
-    column's run reads the 24 other columns most related to it by mutual information on the context rows
-    (`_read_beside`), and the pairs it does not read are 0; the runs' cost then grows with the columns
-    rather than with their cube (docs/decisions/0032-relation-matrices.md).
+    wider than the model was pretrained on (24 other columns for the shipped checkpoints) is read as the
+    estimators read one: each column's run reads that many other columns, those most related to it by
+    mutual information on the context rows (`_read_beside`), and the pairs it does not read are 0; the
+    runs' cost then grows with the columns rather than with their cube
+    (docs/decisions/0032-relation-matrices.md).
 
     Parameters
     ----------
