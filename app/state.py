@@ -30,6 +30,7 @@ DS = "dataset"          # dict: name, df, digest, target, source, notes, detecte
 TYPES = "types"         # dict column -> numeric | categorical | ignore (the user's choice)
 SESSION = "s"           # the query parameter that names a browser session's saved work
 KEPT_SESSIONS = 8       # saved sessions the server keeps, the most recently used
+RUNS = "runs"           # runs started in this session, whose count says which of two places a run's box takes
 
 
 @st.cache_resource(show_spinner=False)
@@ -170,12 +171,18 @@ def open_page(title: str) -> tuple[dict, pd.DataFrame]:
     return ds, model_table()[0]
 
 
-def run_and_result_areas() -> tuple[Any, Any]:
-    """Two places, in page order, for a view's run and its stored result (made before the run, filled after it).
-    A run clears the last result off the page as it starts: Streamlit would leave it there until the script
-    reached it again, greyed but live, its download buttons handing out the last run's files and its widgets
-    stopping the new run. On any other rerun the result's place is filled at once and the page does not flicker."""
-    return st.container(), st.empty()
+def run_and_result_areas(clicked: bool) -> tuple[Any, Any]:
+    """Two places, in page order, for a view's run (its box, its errors) and its stored result, made before a run
+    that `clicked` starts. The run clears the last one off the page as it starts: Streamlit leaves a rerun's old
+    elements on the page until the script reaches them again, greyed but live, so the last result's download
+    buttons handed out its files and its widgets would stop the new run, and the last run's box showed its first
+    answer under the new run's progress. The result's place is an `st.empty`, filled after the run (at once on any
+    other rerun, without a flicker); the runs take turns between two such places, so that the one the last run
+    used is emptied as the new one starts."""
+    turn = st.session_state.get(RUNS, 0) + clicked
+    st.session_state[RUNS] = turn
+    places = st.empty(), st.empty()
+    return places[turn % 2].container(), st.empty()
 
 
 def shown_result(kind: str) -> dict:

@@ -176,9 +176,10 @@ def test_whole_path_in_chromium(server, browser, tmp_path):
     _shot(page, "predict")
     page.get_by_text("feat-fast: faster, nearly as accurate").click()      # the faster model, said in the heading
     page.get_by_role("button", name="Run prediction").click()
-    # the last run's results leave the page as the new run starts: no live download of the last predictions
-    page.wait_for_function("""() => !Array.from(document.querySelectorAll('button'))
-        .some(b => b.innerText.includes('Download predictions (CSV)'))""", timeout=60_000)
+    # the last run's box and results leave the page as the new run starts: no live download of the last predictions
+    page.wait_for_function("""() => !document.querySelector('[data-testid="stMain"]').innerText.includes('Done: FEAT')
+        && !Array.from(document.querySelectorAll('button'))
+            .some(b => b.innerText.includes('Download predictions (CSV)'))""", timeout=60_000)
     page.get_by_text(re.compile(r"example rows, by feat-fast$")).wait_for(timeout=RUN_TIMEOUT)
     wait_idle(page)
 

@@ -47,7 +47,7 @@ with st.form("impute_form"):
                          "another draw.")
     go = st.form_submit_button("Impute missing cells", type="primary", key="imp_run")
 
-run_area, result_area = state.run_and_result_areas()
+run_area, result_area = state.run_and_result_areas(go)
 if go:
     params = state.run_params(n_estimators=int(n_est), random_state=int(seed), max_context=int(max_ctx) or None,
                               sample_posterior=bool(draw))

@@ -82,7 +82,7 @@ with st.form("mask_form"):
                                  "steadier and slower.")
     go = st.form_submit_button("Hide cells and impute", type="primary", key="mask_run")
 
-run_area, result_area = state.run_and_result_areas()
+run_area, result_area = state.run_and_result_areas(go)
 if go:
     try:
         from feat_engine.prior.masks import make_mask

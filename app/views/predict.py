@@ -146,7 +146,7 @@ with st.form("predict_form"):
                                    f"machine. The default is the environment variable {SCHEDULER_ENV}.").strip()
     submitted = st.form_submit_button("Run prediction", type="primary", key="pred_run")
 
-run_area, result_area = state.run_and_result_areas()
+run_area, result_area = state.run_and_result_areas(submitted)
 if submitted:
     clicked = time.perf_counter()      # FEAT's time runs from the click to its final answer, the first included
     params = state.run_params(model, n_estimators=int(n_est), random_state=int(seed),

@@ -49,7 +49,7 @@ with st.form("relations_form"):
                                    "number, and each heatmap labels every column.")
     go = st.form_submit_button("Compute relations", type="primary", key="rel_run")
 
-run_area, result_area = state.run_and_result_areas()
+run_area, result_area = state.run_and_result_areas(go)
 if go:
     tgt = None if target == NONE else target
     try:
