@@ -372,13 +372,15 @@ with result_area.container():
                "chart shows the direction too. " + (f"It reads {EXPLAIN_ROWS} of the predicted rows at most."
                                                      if len(res["test_index"]) > EXPLAIN_ROWS else ""))
     unit = "probability of the predicted class" if task_r == "classification" else str(tgt)
-    if st.button("Price each column", key="pred_explain"):
+    priced = st.button("Price each column", key="pred_explain")
+    price_area, attr_area = state.run_and_result_areas(priced)      # the last pricing leaves as a new one starts
+    if priced:
         est = state.kept_fit(res["fit_key"])
         if est is None:
-            st.info("Run the prediction again first: FEAT keeps only the two latest fits.")
+            price_area.info("Run the prediction again first: FEAT keeps only the two latest fits.")
         else:
             X_ex = res["X_test"].head(EXPLAIN_ROWS)
-            with st.status(f"FEAT: hiding each column in {len(X_ex):,} rows ...", expanded=True) as status:
+            with price_area.status(f"FEAT: hiding each column in {len(X_ex):,} rows ...", expanded=True) as status:
                 bar = st.progress(0.0, text="preparing")
                 try:
                     got = engine.attributions(est, X_ex, state.progress_callback(bar))
@@ -389,18 +391,19 @@ with result_area.container():
                     status.update(label=f"Done in {state.seconds_text(got.seconds)}", state="complete", expanded=False)
     attr = res.get("attributions")
     if attr is not None:
-        e1, e2 = st.columns(2)
-        ranking = figures.attribution_ranking(attr, unit)
-        e1.plotly_chart(ranking, width="stretch", key="attr_rank")
-        report.append(("Why these predictions", ranking))
-        row = e2.selectbox("Row", list(attr.index), key="attr_row",
-                           help="A predicted row, by its row number in the table")
-        at = list(res["test_index"]).index(row)
-        x_cols = list(res["X_test"].columns)
-        cell_formats = numbers.formats_for(table[x_cols] if set(x_cols) <= set(table.columns) else res["X_test"])
-        e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
-                                                f"Row {row}: predicted {pred_formats[str(tgt)](feat['pred'][at])}",
-                                                unit, cell_formats), width="stretch", key="attr_row_chart")
+        with attr_area.container():
+            e1, e2 = st.columns(2)
+            ranking = figures.attribution_ranking(attr, unit)
+            e1.plotly_chart(ranking, width="stretch", key="attr_rank")
+            report.append(("Why these predictions", ranking))
+            row = e2.selectbox("Row", list(attr.index), key="attr_row",
+                               help="A predicted row, by its row number in the table")
+            at = list(res["test_index"]).index(row)
+            x_cols = list(res["X_test"].columns)
+            cell_formats = numbers.formats_for(table[x_cols] if set(x_cols) <= set(table.columns) else res["X_test"])
+            e2.plotly_chart(figures.row_attribution(attr.loc[row], res["X_test"].loc[row],
+                                                    f"Row {row}: predicted {pred_formats[str(tgt)](feat['pred'][at])}",
+                                                    unit, cell_formats), width="stretch", key="attr_row_chart")
 
     pred_df = downloads.predictions_frame(res["test_index"], feat["pred"], feat["proba"], feat["classes"],
                                           y_true=res["y_true"], target=str(tgt))
