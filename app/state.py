@@ -301,7 +301,7 @@ def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | No
                 alone, read = left + after(False), left + after(True)
                 left = alone if clock["blend"] is True else 2 * alone * read / (alone + read) \
                     if clock["blend"] == "open" else read
-            text += f" (about {seconds_text(left)} left)"
+            text += f" (about {seconds_text(left)} left)" if left >= 0.5 else " (almost done)"
         elif frac < 1 and elapsed >= 10:        # too early to tell the time left: how long it has run
             text += f" ({seconds_text(elapsed)} so far)"
         bar.progress(frac, text=text[:200])
@@ -309,8 +309,10 @@ def progress_callback(bar, prefix: str = "", after: Callable[[bool], float] | No
 
 
 def seconds_text(s: float) -> str:
-    """A duration as an analyst reads it: "8 s", "2 min 5 s", "1 h 3 min"."""
+    """A duration as an analyst reads it: "under 1 s", "8 s", "2 min 5 s", "1 h 3 min"."""
     s = max(0, int(round(s)))
+    if s == 0:                  # a first answer or a kept fit's predictions: "in 0 s" read as nothing at all
+        return "under 1 s"
     if s < 60:
         return f"{s} s"
     if s < 3600:

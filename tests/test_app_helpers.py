@@ -722,7 +722,7 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
         "dependence: column 7 of 10 ('ui'): reading the example rows"
     assert state.progress_words("member 1/4, block 2/3: encoding 500 context rows") == \
         "pass 1 of 4, block 2 of 3: reading 500 example rows"
-    assert [state.seconds_text(s) for s in (7.6, 125, 3790)] == ["8 s", "2 min 5 s", "1 h 3 min"]
+    assert [state.seconds_text(s) for s in (0.3, 7.6, 125, 3790)] == ["under 1 s", "8 s", "2 min 5 s", "1 h 3 min"]
 
     class Bar:
         def progress(self, frac, text):
@@ -743,6 +743,8 @@ def test_progress_speaks_the_analysts_words_and_tells_the_time_left(monkeypatch)
     now[0] += 12
     cb(0, 4, "predicting: member 1/4: fitting the classical models")   # nothing to tell the time left from yet
     assert shown[4][1].endswith("(12 s so far)")
+    cb(999, 1000, "predicting: member 4/4: query rows 999/1000")      # 13 ms left: no "about under 1 s left"
+    assert shown[5][1].endswith("(almost done)")
     # the steps after a phase take after(engine) seconds, with the engine's reading until the fit says otherwise
     cb = state.progress_callback(Bar(), after=lambda engine: 20.0 if engine else 2.0)
     cb(0, 10, "learning: member 1/1: fitting the classical models on the context")

@@ -39,7 +39,7 @@ def _show_first_answer(first: engine.Outcome, n_train: int, plan, y_true, task: 
             f"{n_train:,} example rows")
     # past the reading budget the fit's own plan, which the bar below names, may read fewer rows than the one made
     # from the table's columns (coded levels widen the rows: `reading/coded_levels.py`), so the sentence gives none
-    reads = (f"all {n_train:,} example rows {plan.members} time{'s' if plan.members > 1 else ''}"
+    reads = (f"all {n_train:,} example rows " + ("once" if plan.members == 1 else f"{plan.members} times")
              if plan.rows >= n_train else f"a share of the {n_train:,} example rows (the bar below says how many)")
     refine = f"FEAT now reads {reads}, with a classical model beside it that learns from all {n_train:,}, to refine it."
     if y_true is not None:
