@@ -3,6 +3,7 @@ plain numpy/pandas/scikit-learn."""
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -126,6 +127,16 @@ def regression_metrics(y_true, y_pred) -> dict[str, float]:
         "R²": float(skm.r2_score(y_true, y_pred)) if len(y_true) > 1 else float("nan"),
         "MAE": float(skm.mean_absolute_error(y_true, y_pred)),
     }
+
+
+def natural_order(labels) -> list:
+    """Labels in the order a reader expects: text labels by their words and the numbers in them as numbers ('0',
+    '1', '2-10', '11-100', 'Over 100'; not '11-100' before '2-10' as text sorts), other labels as given."""
+    labels = list(labels)
+    if not all(isinstance(c, str) for c in labels):
+        return labels
+    return sorted(labels, key=lambda c: [(0, int(part), "") if part.isdigit() else (1, 0, part.casefold())
+                                         for part in re.split(r"(\d+)", c) if part])
 
 
 def confusion(y_true, y_pred, labels) -> pd.DataFrame:

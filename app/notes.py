@@ -1,5 +1,6 @@
 """What the views say in an analyst's words about FEAT's notes and results (no Streamlit, no model): the engine's
-warnings as the page shows them (`note_words`), a list of columns as a sentence (`columns_text`), and the columns of
+warnings as the page shows them (`note_words`; `shown_notes` puts the columns of one kind of unread value in one box),
+a list of columns as a sentence (`columns_text`), and the columns of
 a masking run that FEAT fills worse than the simplest method (`worse_than`), with why where its fills are values the
 column holds and the other's are not (`held_values`)."""
 from __future__ import annotations
@@ -8,6 +9,8 @@ import ast
 import re
 
 import pandas as pd
+
+from .metrics import card_text
 
 # the engine's warnings -> an analyst's words (a display choice: the engine's own stay as the CLI prints them).
 # The engine says "context" for the rows it learns from and "query" for the rows it predicts; the app says
@@ -63,6 +66,72 @@ def note_words(note: str) -> str:
     for pattern, words in _NOTE_WORDS:
         note = pattern.sub(words, note)
     return _LISTED.sub(_listed, note)
+
+
+# a note on the cells of one column that FEAT reads as empty, in `note_words`' words: column, rows, what, examples
+_UNREAD = re.compile(r"^column ('.+'): (\d+) of the rows to predict holds? (.+) \(e\.g\. (.*)\), read as empty$")
+_PLURAL = {"a category that none of the example rows has": "categories that no example row has",
+           "a value that is not a finite number": "values that are not finite numbers",
+           "a value that is not a date": "values that are not dates"}
+EXAMPLES_CHARS = 80     # a bullet's examples are cut past this many characters (a free-text column's are sentences)
+
+
+def shown_notes(notes: list[str]) -> list[str]:
+    """FEAT's notes on a run as the page shows them, one box each: in an analyst's words (`note_words`), the notes of
+    two or more columns whose rows to predict hold the same kind of value FEAT reads as empty (a category no example
+    row has, say) as one note with a bullet per column, where the first of them stood."""
+    said = [note_words(n) for n in notes]
+    unread = [_UNREAD.match(note) for note in said]
+    kinds: dict[str, list[re.Match]] = {}
+    for m in filter(None, unread):
+        kinds.setdefault(m.group(3), []).append(m)
+    out = []
+    for note, m in zip(said, unread):
+        group = kinds[m.group(3)] if m else []
+        if len(group) < 2:
+            out.append(note)
+        elif m is group[0]:
+            what = _PLURAL.get(m.group(3), m.group(3))
+            out.append(f"{len(group)} columns of the rows to predict hold {what}, read as empty:\n" + "\n".join(
+                f"- {g.group(1)}: {int(g.group(2)):,} row{'s' if g.group(2) != '1' else ''} (e.g. {_cut(g.group(4))})"
+                for g in group))
+    return out
+
+
+def _cut(examples: str) -> str:
+    """Examples cut after EXAMPLES_CHARS characters."""
+    return examples if len(examples) <= EXAMPLES_CHARS else examples[:EXAMPLES_CHARS].rstrip() + "…"
+
+
+def seldom_note(name: str, seldom: list[tuple], y_true: pd.Series, scores: dict[str, float],
+                cut: tuple | None = None) -> str | None:
+    """The warning on the classes that `name`'s answers for the held-out rows `y_true` give seldom or never
+    (`metrics.seldom_found`'s list), in one box: what it missed, a bullet a class where there are several, then why
+    its accuracy (in `scores`, with its balanced accuracy) says little. `cut`: (positive class, cut-off) of a binary
+    label, whose note says which way to move the cut-off. None where no class is missed."""
+    if not seldom:
+        return None
+    n_rows, counts = len(y_true), pd.Series(y_true).value_counts()
+    move = ""
+    if len(seldom) > 1:     # several classes (more than two: no cut-off), a bullet each
+        said = f"**{name} seldom or never predicts {len(seldom)} of the classes:**\n" + "".join(
+            f"- '{c}': finds {found:,} of its {n:,} held-out rows (recall {card_text(found / n)})\n" if named else
+            f"- '{c}': never predicted, though {n:,} held-out rows are '{c}'\n" for c, n, found, named in seldom) + "\n"
+    else:
+        (cls, n, found, named), at_cut = seldom[0], ""
+        if cut:         # the cut-off at the class's share of the rows is the one for the best balanced accuracy
+            positive, cutoff = cut
+            rate, at_cut = max(0.01, round(n / n_rows, 2)), " at this cut-off"
+            move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
+                    + (f": near {rate:g}, the share of '{positive}' rows, counts both classes alike"
+                       if cls == positive and rate < cutoff else ""))
+        said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the {n_rows:,} held-out rows "
+                f"are '{cls}': it missed every one of them. " if not named else
+                f"**{name} finds {found:,} of the {n:,} held-out rows that are '{cls}'**{at_cut} (recall "
+                f"{card_text(found / n)}). ")
+    return (f"{said}Always answering '{counts.index[0]}', the most common class, would score an accuracy of "
+            f"{card_text(counts.iloc[0] / n_rows)} ({name}: {card_text(scores['accuracy'])}), so accuracy says little "
+            f"here: read the balanced accuracy ({card_text(scores['balanced accuracy'])}){move}.")
 
 
 def worse_than(scores: pd.DataFrame, baseline: str = "mean/mode", method: str = "FEAT",

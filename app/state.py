@@ -24,7 +24,7 @@ from feat_engine.progress import BLEND_OPEN, SO_FAR
 
 from . import downloads, engine
 from . import io as aio
-from .notes import note_words
+from .notes import note_words, shown_notes
 
 DS = "dataset"          # dict: name, df, digest, target, source, notes, detected, origin
 TYPES = "types"         # dict column -> numeric | categorical | ignore (the user's choice)
@@ -187,14 +187,15 @@ def run_and_result_areas(clicked: bool) -> tuple[Any, Any]:
 
 def shown_result(kind: str) -> dict:
     """The view's stored run on the current table, below a divider with FEAT's warnings on it (in an analyst's
-    words, `note_words`); without one the page stops here. After a Cancel click, a note that the run stopped comes first."""
+    words, `shown_notes`); without one the page stops here. After a Cancel click, a note that the run stopped comes
+    first."""
     said_cancelled(kind)
     res = result(kind)
     if res is None:
         st.stop()
     st.divider()
-    for w in res["warnings"]:
-        st.warning(f"FEAT: {note_words(w)}", icon=":material/warning:")
+    for w in shown_notes(res["warnings"]):
+        st.warning(f"FEAT: {w}", icon=":material/warning:")
     return res
 
 

@@ -983,6 +983,52 @@ def test_engine_notes_in_an_analysts_words():
                                                                  "out: the predictions lean on it, and new rows ...")
 
 
+def test_unread_cells_of_several_columns_are_one_note_a_column_a_bullet():
+    from app.notes import EXAMPLES_CHARS, note_words, shown_notes
+
+    one = "query column 'opid': 14 rows hold a level the context does not have (e.g. 'MET', 'LBH'), read as missing"
+    text = "query column 'remarks': 3382 rows hold a level the context does not have (e.g. '" + "NO DAMAGE. " * 20 + \
+        "'), read as missing"
+    number = "query column 'age': 1 row holds a value that is not a finite number (e.g. 'n/a'), read as missing"
+    dropped = "dropped 3 context rows whose target 'y' is missing"
+    shown = shown_notes([dropped, one, number, text])
+    assert shown[0] == "left out 3 example rows whose target 'y' is empty"
+    head, *bullets = shown[1].split("\n")
+    assert head == "2 columns of the rows to predict hold categories that no example row has, read as empty:"
+    assert bullets[0] == "- 'opid': 14 rows (e.g. 'MET', 'LBH')"
+    assert bullets[1].startswith("- 'remarks': 3,382 rows (e.g. 'NO DAMAGE.") and bullets[1].endswith("…)")
+    assert len(bullets[1]) < EXAMPLES_CHARS + 40
+    assert shown[2].startswith("column 'age': 1 of the rows to predict holds a value that is not a finite number")
+    assert len(shown) == 3
+    assert shown_notes([one]) == [note_words(one)]          # a column alone keeps its sentence
+
+
+def test_classes_seldom_predicted_are_one_note_a_method():
+    from app.notes import seldom_note
+
+    y = pd.Series(["1"] * 80 + ["0"] * 8 + ["11-100"] * 52 + ["Over 100"] * 4)
+    note = seldom_note("FEAT", [("11-100", 52, 1, 5), ("0", 8, 0, 0), ("Over 100", 4, 0, 0)], y,
+                       {"accuracy": 0.831, "balanced accuracy": 0.282})
+    assert note.startswith("**FEAT seldom or never predicts 3 of the classes:**\n- '11-100': finds 1 of its 52 "
+                           "held-out rows (recall 0.0192)\n- '0': never predicted, though 8 held-out rows are '0'\n")
+    assert note.count("accuracy says little") == 1 and note.endswith("read the balanced accuracy (0.282).")
+    y = pd.Series(["good"] * 95 + ["bad"] * 5)
+    note = seldom_note("FEAT", [("bad", 5, 0, 0)], y, {"accuracy": 0.95, "balanced accuracy": 0.5}, ("bad", 0.5))
+    assert note.startswith("**FEAT predicts no held-out row as 'bad'** at this cut-off, though 5 of the 100 held-out "
+                           "rows are 'bad': it missed every one of them. Always answering 'good'")
+    assert note.endswith("try a lower cut-off for 'bad' above: near 0.05, the share of 'bad' rows, counts both "
+                         "classes alike.")
+    assert seldom_note("FEAT", [], y, {}) is None
+
+
+def test_class_labels_in_a_readers_order():
+    from app.metrics import natural_order
+
+    assert natural_order(["0", "1", "11-100", "2-10", "Over 100"]) == ["0", "1", "2-10", "11-100", "Over 100"]
+    assert natural_order(["age 65+", "age 18-24", "age 25-34"]) == ["age 18-24", "age 25-34", "age 65+"]
+    assert natural_order([3, 1, 2]) == [3, 1, 2]             # not text: the estimator's order
+
+
 def test_worse_than_names_the_columns_the_simplest_fill_beats():
     from app.notes import worse_than
 

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 from sklearn.model_selection import train_test_split
 
-from app import baselines, downloads, engine, figures, metrics, numbers, state
+from app import baselines, downloads, engine, figures, metrics, notes, numbers, state
 from app import io as aio
 from feat_engine.estimators import PRECISIONS
 from feat_engine.inference import bf16_is_fast
@@ -292,24 +292,11 @@ with result_area.container():
             secs[gb["name"]] = gb["seconds"]
         # a class (nearly) never predicted: its rows all wrong, whatever accuracy says
         if task_r == "classification":
-            counts = pd.Series(y_true).value_counts()
             for name, run in runs.items():
-                for cls, n, found, named in metrics.seldom_found(y_true, answers[name], run["classes"]):
-                    move, rate = "", max(0.01, round(n / len(y_true), 2))
-                    if two:     # the cut-off at the class's share of the rows is the one for the best balanced accuracy
-                        move = (f", and try a {'lower' if cls == positive else 'higher'} cut-off for '{positive}' above"
-                                + (f": near {rate:g}, the share of '{positive}' rows, counts both classes alike"
-                                   if cls == positive and rate < cutoff else ""))
-                    at_cut = " at this cut-off" if two else ""
-                    said = (f"**{name} predicts no held-out row as '{cls}'**{at_cut}, though {n:,} of the "
-                            f"{len(y_true):,} held-out rows are '{cls}': it missed every one of them" if not named else
-                            f"**{name} finds {found:,} of the {n:,} held-out rows that are '{cls}'**{at_cut} (recall "
-                            f"{metrics.card_text(found / n)})")
-                    st.warning(f"{said}. Always answering '{counts.index[0]}', the most common class, would score an "
-                               f"accuracy of {metrics.card_text(counts.iloc[0] / len(y_true))} ({name}: "
-                               f"{metrics.card_text(scores[name]['accuracy'])}), so accuracy says little here: read "
-                               f"the balanced accuracy ({metrics.card_text(scores[name]['balanced accuracy'])}){move}.",
-                               icon=":material/warning:")
+                said = notes.seldom_note(name, metrics.seldom_found(y_true, answers[name], run["classes"]), y_true,
+                                         scores[name], (positive, cutoff) if two else None)
+                if said:
+                    st.warning(said, icon=":material/warning:")
         table_scores = metrics.compare_table(scores, secs)
         main_keys = (["ROC-AUC", "accuracy", "balanced accuracy", "F1 (macro)"] if task_r == "classification"
                      else ["RMSE", "R²", "MAE"])
@@ -340,7 +327,7 @@ with result_area.container():
         if task_r == "classification" and not np.isfinite(scores["FEAT"]["ROC-AUC"]):
             st.caption("ROC-AUC is n/a: the holdout holds a single class.")
         if task_r == "classification":
-            labels = list(feat["classes"])
+            labels = metrics.natural_order(feat["classes"])     # "2-10" before "11-100"
             c1, c2 = st.columns(2)
             figs = [figures.confusion_figure(metrics.confusion(y_true, answers[name], labels),
                                              f"{name} confusion matrix") for name in runs]
