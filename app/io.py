@@ -269,8 +269,7 @@ def apply_schema(df: pd.DataFrame, types: dict[str, str]) -> tuple[pd.DataFrame,
         if t == "ignore":
             continue
         s = df[c]
-        if t == "numeric" and not (pd.api.types.is_numeric_dtype(s) or pd.api.types.is_datetime64_any_dtype(s)) \
-                and not pd.api.types.is_bool_dtype(s):
+        if t == "numeric" and column_kind(s) == "categorical" and not pd.api.types.is_bool_dtype(s):
             fmt = None if numbers_in_text(s) is not None else date_format(s)
             num = parse_numbers(s) if fmt is None else read_dates(s, fmt)
             bad = s.notna() & num.isna()

@@ -185,6 +185,9 @@ def test_detect_task_and_types():
     money = pd.DataFrame({"price": [f"${v:,.2f}" for v in np.linspace(5, 5000, 40)]})
     assert aio.detect_types(money)["price"][0] == "numeric"
     assert aio.apply_schema(money, {"price": "numeric"})[0]["price"].iloc[-1] == 5000.0
+    waits = pd.DataFrame({"wait": pd.to_timedelta(np.arange(40) % 9, unit="h")})     # durations: numbers, kept as given
+    assert aio.detect_types(waits)["wait"] == ("numeric", "numbers")
+    assert aio.apply_schema(waits, {"wait": "numeric"})[0]["wait"].equals(waits["wait"])
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
     assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
     # "?" in a column of categories (UCI's way) is an empty cell, said in the Data view; "none" is a category

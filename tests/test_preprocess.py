@@ -23,6 +23,10 @@ def mixed_table(n: int = 40, seed: int = 0) -> pd.DataFrame:
         "string": pd.Series(rng.choice(["red", "green", "blue"], n), dtype="str"),
         "date": pd.Series(pd.date_range("2021-03-01", periods=n, freq="29h")),
         "date_tz": pd.Series(pd.date_range("2021-03-01", periods=n, freq="3D", tz="Europe/Paris")),
+        "float32": rng.normal(0, 1, n).astype(np.float32),          # pandas 3 sets no float64 in it
+        "Float32": pd.array(rng.normal(5, 2, n).round(3), dtype="Float32"),
+        "Int32": pd.array(rng.integers(0, 1000, n), dtype="Int32"),
+        "duration": pd.to_timedelta(rng.integers(0, 72, n), unit="h"),     # a number: its seconds
     })
     for j, c in enumerate(df.columns):
         df.loc[df.index[[j, j + 7, j + 19]], c] = None
@@ -47,6 +51,9 @@ def test_round_trip_keeps_dtypes_and_observed_cells_and_fills_every_nan():
     assert set(out["bool_obj"]) <= {True, False}
     assert (out["int_as_float"] == out["int_as_float"].round()).all()
     assert out["date_tz"].dt.tz is not None
+    assert next(c for c in pre.plan_ if c.name == "duration").kind == "numeric"
+    lo, hi = df["duration"].min(), df["duration"].max()
+    assert out["duration"].between(lo, hi).all()
 
 
 def test_float_observed_cells_are_bit_identical():

@@ -69,11 +69,13 @@ def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
 
 
 def column_kind(s: pd.Series) -> str:
+    """How a column's dtype reads: "numeric" (numbers and durations), "datetime" or "categorical" (booleans, text and
+    the rest; `plan_column` finds numbers and dates written as text)."""
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return "datetime"
-    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_timedelta64_dtype(s.dtype):
+    if pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_timedelta64_dtype(s.dtype):
         return "numeric"
     return "categorical"
 
@@ -109,8 +111,14 @@ def _column_marks(c: ColumnPlan) -> set[str]:
     return MISSING_MARKS if c.text else CATEGORY_MARKS if c.kind == "categorical" and not c.levels else set()
 
 
+def _numbers_of(s: pd.Series) -> pd.Series:
+    """A column's values as numbers, missing (and what is none) NaN, infinities kept: a duration in seconds."""
+    return s.dt.total_seconds() if pd.api.types.is_timedelta64_dtype(s.dtype) else pd.to_numeric(s, errors="coerce")
+
+
 def numbers(s: pd.Series) -> np.ndarray:
-    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    """(N,) float64 values of a column of numbers (`_numbers_of`), NaN where missing or not finite."""
+    v = _numbers_of(s).to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isfinite(v), v, np.nan)
 
 
@@ -217,7 +225,7 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
         return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt, lower=float(np.nanmin(days)),
                           upper=float(np.nanmax(days)), grid=date_grid(observed))
     if kind == "numeric":
-        raw = (parsed if text else pd.to_numeric(s, errors="coerce")).to_numpy(dtype=np.float64, na_value=np.nan)
+        raw = (parsed if text else _numbers_of(s)).to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
             warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
         v = raw[np.isfinite(raw)]
@@ -427,15 +435,15 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
 
 
 def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:
-    """s with s[nan] = values[nan], keeping the dtype (categorical, nullable, unit, tz) of s."""
+    """s with s[nan] = values[nan], keeping the dtype (categorical, nullable, width, unit, tz) of s."""
     dtype = s.dtype
     new = values[nan].to_numpy()
     if isinstance(dtype, pd.DatetimeTZDtype):
         new = pd.DatetimeIndex(new).tz_localize("UTC").tz_convert(dtype.tz)
-    elif pd.api.types.is_integer_dtype(dtype):
-        new = new.astype(np.int64)
-    elif pd.api.types.is_float_dtype(dtype):
-        new = new.astype(np.float64)
+    elif pd.api.types.is_timedelta64_dtype(dtype):            # a duration's seconds
+        new = pd.to_timedelta(new.astype(np.float64), unit="s").astype(dtype)
+    elif pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype):    # its own width: a float32
+        new = new.astype(getattr(dtype, "numpy_dtype", dtype))  # column takes no float64 (pandas 3 raises)
     out = s.copy()
     if isinstance(dtype, pd.CategoricalDtype):      # a category of dates filled with a date it did not have
         out = out.cat.add_categories(pd.Index(pd.unique(new)).difference(dtype.categories))
