@@ -240,22 +240,24 @@ def test_a_column_of_few_values_seen_often_is_filled_with_the_nearest_of_them():
 def test_a_filled_date_stays_within_its_columns_range_and_calendar_grid():
     """Dates come back within the observed range and on the grid every observed date lies on: a monthly column's
     filled dates are months' first days (the app once filled 1968-08-05 into one), a yearly one's years' first
-    days, dates at midnight at midnight; dates at any time of day as the model gives them. Text keeps its format."""
+    days, dates at midnight at midnight (a zone's midnight for dates with a time zone, across a change of clocks);
+    dates at any time of day as the model gives them. Text keeps its format."""
     from feat_engine.preprocess.dates import date_grid
 
     n = 24
     df = pd.DataFrame({"month": pd.date_range("2001-01-01", periods=n, freq="MS"),
                        "year": pd.date_range("1990-01-01", periods=n, freq="YS").strftime("%Y-%m-%d"),
                        "day": pd.date_range("2020-03-01", periods=n, freq="3D"),
-                       "any": pd.date_range("2020-03-01 05:17", periods=n, freq="29h"), "x": np.arange(n, dtype=float)})
+                       "any": pd.date_range("2020-03-01 05:17", periods=n, freq="29h"), "x": np.arange(n, dtype=float),
+                       "paris": pd.date_range("2020-03-20", periods=n, freq="D", tz="Europe/Paris")})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")         # the note on dates written as text
         pre = TablePreprocessor().fit(df)
-    assert [c.grid for c in pre.plan_[:4]] == ["month", "year", "day", None]
+    assert [c.grid for c in pre.plan_] == ["month", "year", "day", None, None, "day"]
     holes = df.copy()
-    holes.iloc[:4, :4] = None
+    holes.iloc[:4, [0, 1, 2, 3, 5]] = None
     z = pre.transform(df)
-    days = [pre.feature_names_.index(f"{c}.days") for c in ("month", "year", "day", "any")]
+    days = [pre.feature_names_.index(f"{c}.days") for c in ("month", "year", "day", "any", "paris")]
     z[:2, days] = [[-4.9], [4.9]]                     # far outside: the range's ends
     z[2:4] += 0.013                                   # near a value, off the grid
     out = pre.inverse_transform(z, holes)
@@ -263,10 +265,32 @@ def test_a_filled_date_stays_within_its_columns_range_and_calendar_grid():
     assert month.iloc[0] == df["month"].min() and month.iloc[1] == df["month"].max() and (month.dt.day == 1).all()
     assert (year.dt.month == 1).all() and (year.dt.day == 1).all() and out["year"].iloc[1] == df["year"].max()
     assert (out["day"].iloc[:4] == out["day"].iloc[:4].dt.normalize()).all()
+    paris = out["paris"].iloc[:4]
+    assert (paris == paris.dt.normalize()).all() and paris.iloc[1] == df["paris"].max()     # 00:00+01:00, 00:00+02:00
     assert out["any"].iloc[0] == df["any"].min() and out["any"].iloc[1] == df["any"].max()
     pd.testing.assert_frame_equal(out.iloc[4:], df.iloc[4:])
     assert date_grid(pd.Series(pd.to_datetime(["2020-01-01", None]))) == "year"
-    assert date_grid(pd.Series(pd.date_range("2020-01-01", periods=3, tz="UTC"))) is None   # a zone's midnights
+    assert date_grid(pd.Series(pd.date_range("2020-01-01", periods=3, tz="Asia/Tokyo"))) == "day"   # its midnights
+    assert date_grid(pd.Series(pd.date_range("2020-01-01", periods=3, tz="UTC").tz_convert("Asia/Tokyo"))) is None
+
+
+def test_a_filled_duration_is_a_whole_number_of_its_columns_unit():
+    """Durations are numbers (their seconds), filled back as durations within their range and in whole hours where
+    every observed one is (a shift of 2 h 36 min 1 s is none the column holds), else to the second."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"shift": pd.to_timedelta(rng.integers(1, 12, 60), unit="h"),
+                       "wait": pd.to_timedelta(rng.integers(0, 5000, 60), unit="s"), "x": rng.normal(size=60)})
+    pre = TablePreprocessor().fit(df)
+    assert [(c.kind, c.step) for c in pre.plan_] == [("numeric", 3600.0), ("numeric", 1.0), ("numeric", None)]
+    holes = df.copy()
+    holes.loc[:5, ["shift", "wait"]] = None
+    z = pre.transform(df)
+    z[:6, :2] += 0.37                                 # off every unit
+    out = pre.inverse_transform(z, holes)
+    assert (out.dtypes == df.dtypes).all()
+    shift, wait = out["shift"].iloc[:6].dt.total_seconds(), out["wait"].iloc[:6].dt.total_seconds()
+    assert (shift % 3600 == 0).all() and (shift != df["shift"].iloc[:6].dt.total_seconds()).any()
+    assert shift.between(3600, 11 * 3600).all() and (wait % 1 == 0).all()
 
 
 def test_iso_dates_as_text_give_only_our_warning():

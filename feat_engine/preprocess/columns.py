@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_array
 
 from ..errors import FEATDataWarning, FEATInputError, named, readable_cells, sklearn_words
 from .dates import DATE_PARTS, date_grid, from_days, on_grid
-from .support import decimals, few_values, within
+from .support import decimals, duration_step, few_values, within
 from .text_values import (CATEGORY_MARKS, MISSING_MARKS, date_format, date_words, format_number, missing_marks,
                           number_format, numbers_in_text, parse_numbers, read_dates)
 
@@ -69,8 +69,7 @@ def as_frame(X: Any, what: str = "X", min_rows: int = 1) -> pd.DataFrame:
 
 
 def column_kind(s: pd.Series) -> str:
-    """How a column's dtype reads: "numeric" (numbers and durations), "datetime" or "categorical" (booleans, text and
-    the rest; `plan_column` finds numbers and dates written as text)."""
+    """How its dtype reads: "numeric" (numbers, durations), "datetime" or "categorical" (booleans, text, the rest)."""
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
@@ -111,15 +110,11 @@ def _column_marks(c: ColumnPlan) -> set[str]:
     return MISSING_MARKS if c.text else CATEGORY_MARKS if c.kind == "categorical" and not c.levels else set()
 
 
-def _numbers_of(s: pd.Series) -> pd.Series:
-    """A column's values as numbers, missing (and what is none) NaN, infinities kept: a duration in seconds."""
-    return s.dt.total_seconds() if pd.api.types.is_timedelta64_dtype(s.dtype) else pd.to_numeric(s, errors="coerce")
-
-
-def numbers(s: pd.Series) -> np.ndarray:
-    """(N,) float64 values of a column of numbers (`_numbers_of`), NaN where missing or not finite."""
-    v = _numbers_of(s).to_numpy(dtype=np.float64, na_value=np.nan)
-    return np.where(np.isfinite(v), v, np.nan)
+def numbers(s: pd.Series, finite: bool = True) -> np.ndarray:
+    """(N,) float64 values of a column of numbers (a duration's seconds), NaN where missing or (`finite`) infinite."""
+    v = s.dt.total_seconds() if pd.api.types.is_timedelta64_dtype(s.dtype) else pd.to_numeric(s, errors="coerce")
+    v = v.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isfinite(v), v, np.nan) if finite else v
 
 
 @dataclass
@@ -135,6 +130,8 @@ class ColumnPlan:
     lower: float = -np.inf                     # numeric (dates: in days): the smallest and largest context value;
     upper: float = np.inf                      # ... an inverse stays within them (a count gets no negative)
     grid: str | None = None                    # datetime: the calendar grid its values lie on (`dates.date_grid`)
+    tz: Any = None                             # datetime: the time zone its grid is read in (its dtype's)
+    step: float | None = None                  # numeric: the unit a duration column holds whole numbers of (seconds)
     nominal: bool = False                      # unordered categorical of >= NOMINAL_MIN_LEVELS levels
     text: bool = False                         # numbers or dates given as text (date_format for dates)
     date_format: str | None = None
@@ -223,16 +220,17 @@ def plan_column(s: pd.Series) -> ColumnPlan | str:
             return "constant"
         days = DATE_PARTS["days"](observed)
         return ColumnPlan(s.name, kind, parts=parts, text=text, date_format=fmt, lower=float(np.nanmin(days)),
-                          upper=float(np.nanmax(days)), grid=date_grid(observed))
+                          upper=float(np.nanmax(days)), grid=date_grid(observed), tz=getattr(s.dtype, "tz", None))
     if kind == "numeric":
-        raw = (parsed if text else _numbers_of(s)).to_numpy(dtype=np.float64, na_value=np.nan)
+        raw = parsed.to_numpy(dtype=np.float64, na_value=np.nan) if text else numbers(s, finite=False)
         if np.isinf(raw).any():                          # in the words warn_unreadable uses for query rows
             warnings.warn(_unreadable_note(s[np.isinf(raw)], kind), FEATDataWarning, stacklevel=4)
         v = raw[np.isfinite(raw)]
         if len(v) == 0 or np.all(v == v[0]):
             return "constant"
         return ColumnPlan(s.name, kind, decimals=decimals(v), lower=float(v.min()), upper=float(v.max()), text=text,
-                          number_format=shape, fill_values=few_values(v))
+                          number_format=shape, fill_values=few_values(v),
+                          step=duration_step(v) if pd.api.types.is_timedelta64_dtype(s.dtype) else None)
     cats = pd.Categorical(observed).categories if not isinstance(s.dtype, pd.CategoricalDtype) else s.cat.categories
     marks = cats[missing_marks(pd.Series(cats), CATEGORY_MARKS).to_numpy()]
     if len(marks):                                     # "?" is no category: read as missing
@@ -397,10 +395,8 @@ class TablePreprocessor:
 
     def inverse_transform(self, Z: np.ndarray, X: pd.DataFrame) -> pd.DataFrame:
         """Copy of X whose NaN cells hold the model's values Z (N, D standardised); nothing else changes. A number
-        stays within its column's support (`support.within`: its range, decimals and few values).
-
-        Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant.
-        """
+        stays within its column's support (`support.within`: its range, decimals, duration unit and few values), a
+        date on its grid. Cells of dropped columns stay NaN, except constant columns, whose NaN take the constant."""
         X = self.check_columns(X, "X")
         out = X.copy()
         raw = np.asarray(Z, dtype=np.float64) * self.std_ + self.mean_
@@ -423,14 +419,14 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
     """Model values for column c (N, n_features, unscaled) -> values in the column's own terms."""
     v = raw[:, 0]
     if c.kind == "numeric":
-        v = within(v, c.lower, c.upper, c.decimals, c.fill_values)      # the column's support
+        v = within(v, c.lower, c.upper, c.decimals, c.fill_values, c.step)      # the column's support
         shape = c.number_format or ("{:.0f}" if c.integer else "{:.6g}")
         return pd.Series([format_number(shape, x) for x in v], dtype=object) if c.text else pd.Series(v)
     if c.kind == "categorical":
         codes = np.clip(np.round(v), 0, len(c.categories) - 1).astype(int)
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
     v = np.clip(v, c.lower, c.upper)          # dates too: within the observed range, on the calendar grid of theirs
-    dates = on_grid(from_days(v), c.grid)
+    dates = on_grid(from_days(v), c.grid, c.tz)
     return dates.dt.strftime(c.date_format).astype(object) if c.text else dates
 
 

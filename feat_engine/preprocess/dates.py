@@ -4,6 +4,8 @@ filled date keeps (`on_grid`), as a whole-number column's filled cells stay whol
 (docs/decisions/0012-preprocessing.md)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -36,18 +38,25 @@ def _starts(dates: pd.Series, grid: str) -> pd.Series:
 
 
 def date_grid(dates: pd.Series) -> str | None:
-    """The coarsest of "year", "month" and "day" whose starts hold every observed date (a monthly series: "month");
-    None where none does, or for dates with a time zone (their midnights are the zone's, not UTC's)."""
+    """The coarsest of "year", "month" and "day" whose starts hold every observed date (a monthly series: "month"),
+    read on the wall clock of dates with a time zone (their midnights are the zone's); None where none does."""
     observed = dates.dropna()
-    if not len(observed) or getattr(observed.dt, "tz", None) is not None:
+    if getattr(observed.dt, "tz", None) is not None:
+        observed = observed.dt.tz_localize(None)
+    if not len(observed):
         return None
     return next((g for g in GRIDS if (_starts(observed, g) == observed).all()), None)
 
 
-def on_grid(dates: pd.Series, grid: str | None) -> pd.Series:
-    """Each date at the nearest start of a year, month or day (`grid`; None: as it is)."""
+def on_grid(dates: pd.Series, grid: str | None, tz: Any = None) -> pd.Series:
+    """Each date (UTC where `tz`, the zone the grid is read in, is given) at the nearest start of a year, month or day
+    (`grid`; None: as it is)."""
     if grid is None or not len(dates):
         return dates
+    if tz is not None:          # on the zone's wall clock, and back to UTC (a midnight that is twice: the later one)
+        wall = on_grid(dates.dt.tz_localize("UTC").dt.tz_convert(tz).dt.tz_localize(None), grid)
+        at = wall.dt.tz_localize(tz, ambiguous=np.zeros(len(wall), bool), nonexistent="shift_forward")
+        return at.dt.tz_convert("UTC").dt.tz_localize(None)
     period = dates.dt.to_period(GRIDS[grid])
     before, after = period.dt.start_time, (period + 1).dt.start_time
     return before.where(dates - before <= after - dates, after)

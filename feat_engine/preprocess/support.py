@@ -1,7 +1,7 @@
 """A filled number within its column's support (docs/decisions/0031-imputation.md): the context's observed range, the
-decimals its values carry (whole numbers whole: a count of 2.7 is no count) and, where the column takes few values,
-each seen often, one of them (income in brackets: no fill between two). A filled date keeps its range and calendar
-grid (`dates.on_grid`)."""
+decimals its values carry (whole numbers whole: a count of 2.7 is no count), a duration's unit (whole hours stay
+whole hours) and, where the column takes few values, each seen often, one of them (income in brackets: no fill
+between two). A filled date keeps its range and calendar grid (`dates.on_grid`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ import numpy as np
 MAX_DECIMALS = 4            # a column whose values carry at most this many decimals has its fills rounded to them
 FILL_LEVELS = 16            # a column that takes at most this many values, ...
 LEVEL_CELLS = 10            # ... each seen this often on average, has its fills take one of them
+DURATION_STEPS = (86400.0, 3600.0, 60.0, 1.0)      # a duration's units in seconds: a day, an hour, a minute, a second
 
 
 def decimals(v: np.ndarray) -> int | None:
@@ -23,10 +24,18 @@ def few_values(v: np.ndarray) -> tuple[float, ...]:
     return tuple(values.tolist()) if len(values) <= FILL_LEVELS and len(v) >= LEVEL_CELLS * len(values) else ()
 
 
-def within(v: np.ndarray, lower: float, upper: float, places: int | None, values: tuple[float, ...] = ()) -> np.ndarray:
-    """The numbers v (NaN kept) within a column's support: clipped to [lower, upper], rounded to `places` decimals
-    (None: not rounded), and where `values` (sorted) are given, each the nearest of them, the lower where two are."""
+def duration_step(seconds: np.ndarray) -> float | None:
+    """The longest of DURATION_STEPS that every finite duration (seconds) is a whole number of; None where none is."""
+    return next((u for u in DURATION_STEPS if np.allclose(seconds / u, np.round(seconds / u), 0, 1e-9)), None)
+
+
+def within(v: np.ndarray, lower: float, upper: float, places: int | None, values: tuple[float, ...] = (),
+           step: float | None = None) -> np.ndarray:
+    """The numbers v (NaN kept) within a column's support: clipped to [lower, upper], a whole number of `step` where
+    given (lower and upper are), rounded to `places` decimals (None: not rounded), and where `values` (sorted) are
+    given, each the nearest of them, the lower where two are."""
     v = np.clip(v, lower, upper)
+    v = v if step is None else np.round(v / step) * step
     v = v if places is None else np.round(v, places)
     if not values:
         return v
