@@ -378,7 +378,7 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
         write = (writers or {}).get(c) if number else None
         for i in at:
             v = confidence[c].iloc[i] if c in confidence else np.nan
-            shown = (write or fmt)(filled[c].iloc[i]) if number else format_value(filled[c].iloc[i], "text")
+            shown = (write or fmt)(filled[c].iloc[i])      # as the table above writes its column
             sure = "" if not np.isfinite(v) else f"{v:.0%} likely" if not number else \
                 f"typical error ± {write(float(v)) if write else format_value(float(v), error_kind, decimals)}"
             rows.append({"row": filled.index[i], "column": c, "filled with": shown, "sureness": -v if number else v,

@@ -1187,6 +1187,9 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
     assert downloads.as_written(file, read, miss, {})[0]["salary"][1] == "$61,776"
     sure = engine.confidence_table(read, miss, pd.DataFrame({"salary": [np.nan, 22906.24, np.nan]}), {"salary": "numeric"})
     assert sure["how sure"].tolist() == ["typical error ± 22,906"]               # money in whole amounts: no cents
+    days = pd.DataFrame({"day": pd.date_range("2024-03-01", periods=3, tz="Europe/Paris")})   # as the table writes it
+    sure = engine.confidence_table(days, pd.DataFrame({"day": [False, True, False]}), pd.DataFrame(), {"day": "numeric"})
+    assert sure["filled with"].tolist() == ["2024-03-02"] and sure["how sure"].tolist() == [""]
 
 
 def test_fit_progress_names_the_rows_feat_reads(monkeypatch):
