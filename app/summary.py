@@ -33,12 +33,14 @@ def distribution(s: pd.Series, kind: str) -> list[int]:
 
 def describe(s: pd.Series, kind: str) -> str:
     """One line: the range and median of a numeric column, written as its kind (`numbers.column_format`: a year
-    2017, a count 1,927, a price 80.07; dates: their range), else its most frequent values with their shares of the
-    filled cells."""
+    2017, a count 1,927, a price 80.07; dates: their range; durations as pandas writes them), else its most frequent
+    values with their shares of the filled cells."""
     nn = s.dropna()
     if nn.empty:
         return "every cell is empty"
     values = _quantities(s, kind)
+    if pd.api.types.is_timedelta64_dtype(s) and kind == "numeric":         # durations, as pandas writes them
+        return f"min {nn.min()} · median {nn.median()} · max {nn.max()}"
     if values is not None and pd.api.types.is_datetime64_any_dtype(values):
         if not pd.api.types.is_datetime64_any_dtype(s):
             fmt = date_format(s)                     # as the column writes them (a time of day alone, not in 1900)

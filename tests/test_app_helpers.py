@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app import baselines, downloads, figures, metrics
+from app import baselines, downloads, figures, metrics, summary
 from app import io as aio
 from feat_engine.preprocess import TablePreprocessor
 from feat_engine.progress import BLEND_OPEN, SO_FAR, StepCounter
@@ -187,6 +187,8 @@ def test_detect_task_and_types():
     assert aio.apply_schema(money, {"price": "numeric"})[0]["price"].iloc[-1] == 5000.0
     waits = pd.DataFrame({"wait": pd.to_timedelta(np.arange(40) % 9, unit="h")})     # durations: numbers, kept as given
     assert aio.detect_types(waits)["wait"] == ("numeric", "numbers")
+    assert summary.describe(waits["wait"], "numeric") == \
+        "min 0 days 00:00:00 · median 0 days 03:30:00 · max 0 days 08:00:00"
     assert aio.apply_schema(waits, {"wait": "numeric"})[0]["wait"].equals(waits["wait"])
     schema = aio.schema_frame(df, aio.detect_types(df), {"num": "ignore"})
     assert schema.shape[0] == 7 and schema.set_index("column").loc["num", "use as"] == "ignore"
@@ -819,8 +821,6 @@ def test_imputing_and_relating_tell_the_time_left_of_the_whole_run(monkeypatch):
 def test_column_summaries_show_each_kind_in_its_own_terms():
     """Numbers, dates written as text and nullable integers get a histogram and their range; levels, booleans and
     ignored columns their most frequent values; an empty column says so."""
-    from app import summary
-
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"num": rng.normal(size=300), "day": pd.date_range("2024-01-01", periods=300).strftime("%d/%m/%Y"),
                        "n": pd.array([1, 5, None] * 100, dtype="Int64"), "cat": ["a"] * 200 + ["b"] * 90 + ["c"] * 10,
