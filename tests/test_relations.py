@@ -92,7 +92,8 @@ def test_mutual_information_sees_what_the_correlations_cannot(table):
 
 
 def test_mutual_information_in_threads_equals_one_column_at_a_time():
-    """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially."""
+    """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially, each
+    column against all others, or with `once` against the later ones alone (one estimate a pair, symmetric)."""
     from sklearn.feature_selection import mutual_info_regression
 
     from feat_engine.relations.correlations import _filled_standardised, mutual_information_among
@@ -102,14 +103,19 @@ def test_mutual_information_in_threads_equals_one_column_at_a_time():
     z[:, 1] += z[:, 0] ** 2
     z[rng.random(z.shape) < 0.05] = np.nan
     z[:, 4] = 1.0                                                    # a constant column scores 0
-    got = mutual_information_among(z, random_state=7)
+    got, once = mutual_information_among(z, random_state=7), mutual_information_among(z, random_state=7, once=True)
     filled, varies = _filled_standardised(z)
-    want = np.zeros((5, 5))
+    want, want_once = np.zeros((5, 5)), np.zeros((5, 5))
     for j in np.flatnonzero(varies):
-        others = np.delete(np.arange(5), j)
+        others, later = np.delete(np.arange(5), j), np.arange(j + 1, 5)[varies[j + 1:]]
         want[others, j] = mutual_info_regression(filled[:, others], filled[:, j], n_neighbors=3, random_state=7)
+        if len(later):
+            want_once[later, j] = want_once[j, later] = mutual_info_regression(filled[:, later], filled[:, j],
+                                                                               n_neighbors=3, random_state=7)
     want[~varies] = 0.0
     np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(once, want_once)
+    assert once[1, 0] > 0.2 and not once[4].any()
     assert got[1, 0] > 0.2 and not got[4].any()
 
 
@@ -204,7 +210,8 @@ def test_edge_head_is_symmetric_and_follows_the_columns():
 
 def test_pair_statistics_tell_a_direct_link_from_a_chain():
     """a -> b -> c (linear, Gaussian): every marginal statistic links a and c, the partial correlations do not;
-    the mutual-information channel is mutual_information_matrix's, symmetrised; a constant column scores 0."""
+    the mutual-information channel is one estimate a pair (`mutual_information_among`, once); a constant column
+    scores 0."""
     rng = np.random.default_rng(1)
     a = rng.normal(size=2000)
     b = a + 0.5 * rng.normal(size=2000)
@@ -213,8 +220,10 @@ def test_pair_statistics_tell_a_direct_link_from_a_chain():
     assert s.shape == (5, 5, N_STATS) and np.allclose(s, s.transpose(1, 0, 2)) and (s >= 0).all()
     assert np.allclose(s[range(5), range(5)], 0) and np.allclose(s[3], 0)
     assert (s[0, 2, :3] > 0.3).all() and (s[0, 2, 3:] < 0.05).all() and (s[1, 2, 3:] > 0.5).all()
-    mi = mutual_information_matrix(pd.DataFrame(np.delete(z, 3, axis=1))).to_numpy()
-    assert np.allclose(np.delete(np.delete(s[..., 0], 3, 0), 3, 1), (mi + mi.T) / 2, atol=1e-6)
+    from feat_engine.relations.correlations import mutual_information_among
+
+    mi = mutual_information_among(z, once=True)
+    assert np.allclose(s[..., 0], mi, atol=1e-6) and np.allclose(mi, mi.T)
     z[::4, 1] = np.nan                                                  # missing cells: still finite
     assert np.isfinite(pair_statistics(z)).all()
 

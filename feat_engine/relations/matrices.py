@@ -56,12 +56,11 @@ def _codes_as_numbers(z: np.ndarray, n_classes: int | None) -> np.ndarray:
 def _read_beside(z: np.ndarray, width: int, random_state: int | None = 0) -> list[np.ndarray]:
     """For each column of z (rows x columns, NaN allowed), the other columns a run that predicts it reads: all of
     them where they are at most `width` (the widest table the model was pretrained on), else the `width` most
-    related to it by mutual information (symmetrised, `mutual_information_among`), in column order."""
+    related to it by mutual information (`mutual_information_among`, once), in column order."""
     d = z.shape[1]
     if d - 1 <= width:
         return [np.delete(np.arange(d), i) for i in range(d)]
-    mi = mutual_information_among(z, random_state)
-    mi = mi + mi.T
+    mi = mutual_information_among(z, random_state, once=True)
     return [np.sort(np.delete(np.arange(d), i)[np.argsort(-np.delete(mi[i], i), kind="stable")[:width]])
             for i in range(d)]
 
