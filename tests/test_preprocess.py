@@ -302,6 +302,24 @@ def test_iso_dates_as_text_give_only_our_warning():
     assert pre.feature_names_[0] == "day.days"
 
 
+def test_timestamps_written_with_two_offsets_are_read_in_utc_and_filled_so():
+    """ISO timestamps with their offset from UTC, which changes with summer time ("+0100", "+0200"): pandas reads no
+    single zone there and raised; they are read in UTC, and a filled one is written with UTC's offset."""
+    when = pd.date_range("2024-03-20", periods=40, freq="D", tz="Europe/Paris").strftime("%Y-%m-%dT%H:%M:%S%z")
+    df = pd.DataFrame({"when": when, "x": np.arange(40.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FEATDataWarning)      # the note on dates written as text
+        pre = TablePreprocessor().fit(df)
+    z = pre.transform(df)
+    days = z[:, pre.feature_names_.index("when.days")] * pre.std_[0] + pre.mean_[0]
+    gaps = np.sort(np.diff(days))                   # a day apart, but 23 hours across the change of clocks
+    np.testing.assert_allclose(gaps, [23 / 24] + [1.0] * 38, atol=1e-4)
+    holes = df.assign(when=df["when"].where(df.index > 1))
+    out = pre.inverse_transform(z, holes)["when"]
+    assert out.iloc[:2].str.endswith("+0000").all() and out.iloc[2:].equals(df["when"].iloc[2:])
+    assert pd.to_datetime(out.iloc[0], utc=True) == pd.Timestamp("2024-03-20", tz="Europe/Paris")
+
+
 def test_a_category_of_dates_is_read_as_dates_and_a_category_of_numbers_stays_one():
     # tables loaded with their text columns as categories (the development tables, OpenML's) hold their dates there
     n = 40

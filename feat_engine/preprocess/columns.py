@@ -427,7 +427,8 @@ def _decode(c: ColumnPlan, raw: np.ndarray) -> pd.Series:
         return pd.Series(np.asarray(c.categories, dtype=object)[codes], dtype=object)
     v = np.clip(v, c.lower, c.upper)          # dates too: within the observed range, on the calendar grid of theirs
     dates = on_grid(from_days(v), c.grid, c.tz)
-    return dates.dt.strftime(c.date_format).astype(object) if c.text else dates
+    utc = dates.dt.tz_localize("UTC") if c.text and "%z" in c.date_format else dates     # `read_dates`' offset
+    return utc.dt.strftime(c.date_format).astype(object) if c.text else dates
 
 
 def _fill(s: pd.Series, nan: np.ndarray, values: pd.Series) -> pd.Series:

@@ -163,7 +163,7 @@ def date_format(s: pd.Series) -> str | None:
     for fmt in guessed + list(TIME_FORMATS):
         if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H", "%I")):   # a bare year is a number
             continue
-        read = pd.to_datetime(counts.index, format=fmt, errors="coerce").notna()
+        read = pd.to_datetime(counts.index, format=fmt, errors="coerce", utc="%z" in fmt).notna()
         if fmt in TIME_FORMATS:
             read &= counts.index.str.fullmatch(_TIME)
         parsed = counts[read].sum() / counts.sum()
@@ -173,9 +173,10 @@ def date_format(s: pd.Series) -> str | None:
 
 
 def read_dates(s: pd.Series, fmt: str) -> pd.Series:
-    """A text column of dates in format `fmt` as datetimes (NaT where a value is not one)."""
+    """A text column of dates in format `fmt` as datetimes (NaT where a value is not one); written with their offset
+    from UTC (%z), in UTC: one column may hold two offsets (summer time), which pandas reads as no single zone."""
     return pd.to_datetime(s.astype(object).where(s.notna()).map(lambda v: v.strip() if isinstance(v, str) else v),
-                          format=fmt, errors="coerce")
+                          format=fmt, errors="coerce", utc="%z" in fmt)
 
 
 # 12,5  -3  1.234,5  1 234,50 €  -12,5 %  (dots or spaces group thousands; a currency sign before or after, a percent
