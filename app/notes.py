@@ -23,8 +23,7 @@ _NOTE_WORDS = [
     (re.compile(r"\bdropped (\S+) context rows? whose target (.+) is missing"),
      r"left out \1 example rows whose target \2 is empty"),
     (re.compile(r"\bdropped near-unique text/ID columns (.+): they cannot generalise"),
-     r"left out the columns \1: they hold a different text in almost every row (names, IDs), which says nothing "
-     r"about other rows"),
+     r"left out the columns \1: a different text in almost every row (names, IDs) says nothing about other rows"),
     (re.compile(r"\bdropped constant \(or empty\) columns (.+): they carry no information"),
      r"left out the columns \1: every example row holds the same value there, or none"),
     (re.compile(r"^columns (.+) were dropped \(.+\) and keep their missing cells$"),

@@ -980,6 +980,8 @@ def test_engine_notes_in_an_analysts_words():
     assert note_words("dropped constant (or empty) columns ['current_accounts_delinq', 'num_30d', 7]: they carry no "
                       "information") == ("left out the columns 'current_accounts_delinq', 'num_30d' and '7': every "
                                          "example row holds the same value there, or none")
+    assert note_words("dropped near-unique text/ID columns ['remarks']: they cannot generalise") == \
+        "left out the column 'remarks': a different text in almost every row (names, IDs) says nothing about other rows"
     assert note_words("columns ['id'] were dropped (near-unique text/ID) and keep their missing cells") == \
         "the empty cells stay empty in the column 'id', which FEAT leaves out"
     assert "(in Data, set its 'use as' to ignore)" in note_words("column 'bwt' gives the target away: ... leave it "

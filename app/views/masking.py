@@ -124,6 +124,7 @@ if go:
             notes.append(f"{_names(one)} {'holds' if len(one) == 1 else 'hold'} one value in the rows used, so "
                          f"filling {'it' if len(one) == 1 else 'them'} is trivially right: not scored.")
         if unread:                 # a column the engine leaves out (an id): every method would score nothing there
+            notes = [n for n in notes if not n.endswith("and keep their missing cells")]    # said here, once
             notes.append(f"{_names(unread)} {'is' if len(unread) == 1 else 'are'} not scored: FEAT does not read "
                          f"{'it' if len(unread) == 1 else 'them'} and leaves the hidden cells empty.")
         at = [truth.columns.get_loc(c) for c in scored]
