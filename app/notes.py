@@ -1,8 +1,8 @@
 """What the views say in an analyst's words about FEAT's notes and results (no Streamlit, no model): the engine's
 warnings as the page shows them (`note_words`; `shown_notes` puts the columns of one kind of unread value in one box),
-a list of columns as a sentence (`columns_text`), and the columns of
-a masking run that FEAT fills worse than the simplest method (`worse_than`), with why where its fills are values the
-column holds and the other's are not (`held_values`)."""
+a list of columns as a sentence (`columns_text`), the classes a method seldom predicts (`seldom_note`), and the columns
+of a masking run that FEAT fills worse than the simplest method (`worse_than`), with why where its fills are values
+the column holds and the other's are not (`held_values`)."""
 from __future__ import annotations
 
 import ast

@@ -38,9 +38,9 @@ def describe(s: pd.Series, kind: str) -> str:
     nn = s.dropna()
     if nn.empty:
         return "every cell is empty"
-    values = _quantities(s, kind)
     if pd.api.types.is_timedelta64_dtype(s) and kind == "numeric":         # durations, as pandas writes them
         return f"min {nn.min()} · median {nn.median()} · max {nn.max()}"
+    values = _quantities(s, kind)
     if values is not None and pd.api.types.is_datetime64_any_dtype(values):
         if not pd.api.types.is_datetime64_any_dtype(s):
             fmt = date_format(s)                     # as the column writes them (a time of day alone, not in 1900)

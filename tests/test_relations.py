@@ -19,7 +19,7 @@ from feat_engine.checkpoint import (
 )
 from feat_engine.errors import CheckpointError
 from feat_engine.model.edge_head import DEPTHS, N_STATS, EdgeHead
-from feat_engine.relations.correlations import pair_statistics
+from feat_engine.relations.correlations import _filled_standardised, mutual_information_among, pair_statistics
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +95,6 @@ def test_mutual_information_in_threads_equals_one_column_at_a_time():
     """The columns' estimates run in threads on all cores: the same numbers as scikit-learn called serially, each
     column against all others, or with `once` against the later ones alone (one estimate a pair, symmetric)."""
     from sklearn.feature_selection import mutual_info_regression
-
-    from feat_engine.relations.correlations import _filled_standardised, mutual_information_among
 
     rng = np.random.default_rng(3)
     z = rng.normal(size=(600, 5))
@@ -220,8 +218,6 @@ def test_pair_statistics_tell_a_direct_link_from_a_chain():
     assert s.shape == (5, 5, N_STATS) and np.allclose(s, s.transpose(1, 0, 2)) and (s >= 0).all()
     assert np.allclose(s[range(5), range(5)], 0) and np.allclose(s[3], 0)
     assert (s[0, 2, :3] > 0.3).all() and (s[0, 2, 3:] < 0.05).all() and (s[1, 2, 3:] > 0.5).all()
-    from feat_engine.relations.correlations import mutual_information_among
-
     mi = mutual_information_among(z, once=True)
     assert np.allclose(s[..., 0], mi, atol=1e-6) and np.allclose(mi, mi.T)
     z[::4, 1] = np.nan                                                  # missing cells: still finite
