@@ -237,6 +237,22 @@ def test_a_column_of_few_values_seen_often_is_filled_with_the_nearest_of_them():
     assert np.isnan(within(v, -np.inf, np.inf, None, tuple(levels))[-1])
 
 
+def test_months_written_without_a_day_are_dates_on_the_month_grid_and_filled_as_written():
+    """"Jan 2019", "2019 Jan" (R's yearmonth) and Excel's "Jan-19" are months, which pandas' format guess does not
+    read: each column was dropped as a near-unique text. A month of a numbers-first format stays numbers."""
+    months = pd.date_range("2019-01-01", periods=30, freq="MS")
+    df = pd.DataFrame({"a": months.strftime("%b %Y"), "b": months.strftime("%Y %b"), "c": months.strftime("%b-%y"),
+                       "n": months.strftime("%Y%m")})
+    with pytest.warns(FEATDataWarning) as rec:
+        pre = TablePreprocessor().fit(df)
+    assert "'c' holds dates (%b-%y)" in " ".join(str(w.message) for w in rec)
+    assert [(c.kind, c.grid) for c in pre.plan_] == [("datetime", "month")] * 3 + [("numeric", None)]
+    holes = df.copy()
+    holes.loc[3, ["a", "b", "c"]] = None
+    out = pre.inverse_transform(pre.transform(df), holes)
+    assert out.loc[3, ["a", "b", "c"]].tolist() == ["Apr 2019", "2019 Apr", "Apr-19"]
+
+
 def test_a_filled_date_stays_within_its_columns_range_and_calendar_grid():
     """Dates come back within the observed range and on the grid every observed date lies on: a monthly column's
     filled dates are months' first days (the app once filled 1968-08-05 into one), a yearly one's years' first

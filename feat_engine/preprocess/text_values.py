@@ -131,6 +131,8 @@ def _marks(text: pd.Series, marks: set[str] = MISSING_MARKS) -> np.ndarray:
 
 # times of day alone ("11:38:36", "9:05 PM"), which pandas' format guess does not read: the first that holds most
 TIME_FORMATS = ("%H:%M:%S", "%H:%M", "%H:%M:%S.%f", "%I:%M:%S %p", "%I:%M %p", "%I:%M%p")
+# months written without a day, which pandas' format guess does not read ("Jan 1960", "1960 Jan", Excel's "Jan-60")
+MONTH_FORMATS = ("%b %Y", "%B %Y", "%Y %b", "%Y %B", "%b-%Y", "%b-%y", "%Y-%b", "%m/%Y", "%Y/%m")
 _TIME = r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s?([AaPp][Mm])?"     # minutes in two digits: a score "2:1" is no time
 
 
@@ -142,9 +144,10 @@ def date_words(fmt: str) -> str:
 
 def date_format(s: pd.Series) -> str | None:
     """The strftime format of a text column (or a category of text levels) whose observed values are dates or times of
-    day written one way (guessed from its first value, month or day first, or one of `TIME_FORMATS`; at least
-    TEXT_PARSE_SHARE of them parse with it, not counting `MISSING_MARKS`), else None. Ask `numbers_in_text` first: a
-    column of numbers such as 20240131 is numbers, not dates."""
+    day written one way (guessed from its first value, month or day first, or one of `TIME_FORMATS`, or of
+    `MONTH_FORMATS` that reads the first value; at least TEXT_PARSE_SHARE of them parse with it, not counting
+    `MISSING_MARKS`), else None. Ask `numbers_in_text` first: a column of numbers such as 20240131 is numbers, not
+    dates."""
     if not _may_hold_dates(s) or s.dropna().empty:
         return None
     if isinstance(s.dtype, pd.CategoricalDtype):            # each level once, counted on the codes
@@ -160,7 +163,8 @@ def date_format(s: pd.Series) -> str | None:
     with warnings.catch_warnings():   # pandas notes that an ISO date ignores dayfirst: both orders are tried
         warnings.simplefilter("ignore", UserWarning)
         guessed = [pd.tseries.api.guess_datetime_format(first, dayfirst=dayfirst) for dayfirst in (False, True)]
-    for fmt in guessed + list(TIME_FORMATS):
+    months = [f for f in MONTH_FORMATS if pd.notna(pd.to_datetime(first, format=f, errors="coerce"))]
+    for fmt in guessed + list(TIME_FORMATS) + months:
         if fmt is None or not any(c in fmt for c in ("%d", "%m", "%b", "%B", "%H", "%I")):   # a bare year is a number
             continue
         read = pd.to_datetime(counts.index, format=fmt, errors="coerce", utc="%z" in fmt).notna()
