@@ -495,20 +495,25 @@ def test_members_stop_when_the_next_one_no_longer_changes_held_out_context_rows(
     np.testing.assert_allclose(alone, full[:3], rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("own_fits", [False, True])
-def test_after_two_members_choose_weight_one_later_members_read_their_stacked_models_alone(monkeypatch, own_fits):
-    """A target the additive view fits exactly: the held rows choose weight 1 with the first member and again with
-    two (SURE_ONES), so a later member's engine run would change no blended number, and it is read for its stacked
-    model alone (no run); the member rule goes on measuring that model's change. A member that fits its own stacked
-    model (a context longer than STOP_ROWS) cross-fits it for the held rows alone, and the progress of its fit ends
-    at the whole; `predict` runs no engine, and a query's prediction depends on that query alone."""
+@pytest.mark.parametrize("own_fits, clear", [(False, True), (True, False)])
+def test_after_members_choose_weight_one_later_members_read_their_stacked_models_alone(monkeypatch, own_fits, clear):
+    """A target the additive view fits exactly: the held rows choose weight 1 with the first member, clearly (by
+    CLEAR_Z standard errors), or, where no margin counts as clear, again with two (SURE_ONES), so a later member's
+    engine run would change no blended number, and it is read for its stacked model alone (no run); the member rule
+    goes on measuring that model's change. A member that fits its own stacked model (a context longer than
+    STOP_ROWS) cross-fits it for the held rows alone, and the progress of its fit ends at the whole; `predict` runs
+    no engine, and a query's prediction depends on that query alone."""
     import feat_engine.estimators.in_context as in_context
+    import feat_engine.reading.blend as blend
     from app.engine import what_feat_did
 
     assert in_context.SURE_ONES == 2
     monkeypatch.setattr(in_context, "MEMBER_TOL", -1.0)              # read every member planned
     if own_fits:
         monkeypatch.setattr(in_context, "STOP_ROWS", 1000)
+    if not clear:
+        monkeypatch.setattr(blend, "CLEAR_Z", np.inf)
+    engine = 1 if clear else 2
     seen = []
     monkeypatch.setattr(runner, "run_tables", lambda model, *a, column_ids=None, **kw: seen.append(
         float(column_ids.sum())) or per_table(nearest_row_run)(model, *a, column_ids=column_ids, **kw))
@@ -521,9 +526,10 @@ def test_after_two_members_choose_weight_one_later_members_read_their_stacked_mo
     if own_fits:                 # the last member's own fit reports last: the runs not made are out of the plan
         assert told[-1] == 1.0
     choice = reg.member_choice_
-    assert reg.blend_.weight == 1.0 and (choice.kept, choice.engine) == (3, 2) and len(set(seen)) == 2
-    assert "after 2, FEAT's own reading had not clearly improved on the classical model on 600 example rows" in \
-        " ".join(what_feat_did(reg))
+    assert reg.blend_.weight == 1.0 and reg.blend_.clear == clear
+    assert (choice.kept, choice.engine) == (3, engine) and len(set(seen)) == engine
+    assert f"after {engine}, FEAT's own reading had not clearly improved on the classical model on 600 example " \
+        "rows" in " ".join(what_feat_did(reg))
     counts = [np.isfinite(inputs[None].stacked.context).sum() for inputs in reg.run_inputs_]
     assert counts == ([4800, 4800, 600] if own_fits else [4800] * 3)
     seen.clear()

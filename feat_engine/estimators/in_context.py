@@ -221,10 +221,10 @@ class InContextBase(FEATBase, ABC):
         member's routing of the held rows), member by member, each member's target statistics and stacked models
         fitted when it is reached. Stop after the first member that changes the blended predictions of the held
         rows by less than MEMBER_TOL (`members.MemberChoice`), and keep the members read; after SURE_ONES in a row
-        chose weight 1, read for their stacked models alone (fitted on every context row), as `steps` expects after
-        each blend. Returns the blend's weight; None where no run has a stacked model. Only context rows are read, so
-        the number of members never depends on the query rows. Where the runs have stacked models, `steps` is told
-        from the start whether the predictions would read the engine (`progress.blend_note`)."""
+        chose weight 1, or one chose it clearly (`Blend.clear`), read for their stacked models alone (fitted on every
+        context row), as `steps` expects after each blend. Returns the blend (None: no run has a stacked model). Only
+        context rows are read, so the number of members never depends on the query rows. Where the runs have stacked
+        models, `steps` is told from the start whether the predictions would read the engine (`progress.blend_note`)."""
         xq, own, alone, shared = self.context_[held], detail[held], self._fits_alone(), {}
         self.run_inputs_, outputs, changes, blend, engine, ones = [], [], [], None, 0, 0
         if self._one_target(self._ovr_classes()[0], classification):         # the runs have stacked models
@@ -238,7 +238,7 @@ class InContextBase(FEATBase, ABC):
                            self._held_output(m, route, xq, own, held, outputs, steps))
             if not settled:
                 blend, engine = self._choose_blend(outputs, held), engine + 1
-                ones = ones + 1 if blend is not None and blend.weight == 1.0 else 0
+                ones = 0 if blend is None or blend.weight < 1.0 else SURE_ONES if blend.clear else ones + 1
                 steps.expect(engine_runs_expected(member_runs, k + 1, ones) * len(self._ovr_classes()))
             if len(outputs) > 1:
                 w = 0.0 if blend is None else blend.weight

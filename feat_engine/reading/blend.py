@@ -108,6 +108,7 @@ class Blend:
     rows: int               # held-out context rows scored (0: the prior weight, no rows to choose on)
     unexplained: float | None = None    # the prior weight's evidence: the share of a regression target's variance the
                                         # stacked models leave unexplained out of fold
+    clear: bool = False     # weight 1 beat every lower weight by CLEAR_Z standard errors on those rows (`clear_side`)
 
     def describe(self) -> str:
         """One phrase for the estimator's reading sentence."""
@@ -133,9 +134,10 @@ def choose_blend(row_loss: Callable[[float], np.ndarray], clear: bool = False) -
     losses = {w: row_loss(w) for w in WEIGHTS}
     mean = {w: float(v.mean()) for w, v in losses.items()}
     best = min(WEIGHTS, key=lambda w: mean[w])
-    if clear and best < 1.0 and clear_side(row_loss) is not False:
+    side = clear_side(losses.__getitem__)
+    if clear and best < 1.0 and side is not False:
         best = 1.0
-    return Blend(best, mean, len(losses[WEIGHTS[0]]))
+    return Blend(best, mean, len(losses[WEIGHTS[0]]), clear=side is True)
 
 
 def clear_side(row_loss: Callable[[float], np.ndarray]) -> bool | None:

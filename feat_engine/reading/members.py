@@ -106,7 +106,8 @@ def ranked_features(relevance: np.ndarray, width: int, rng: np.random.Generator)
 MEMBER_TOL = 0.005  # a member that moves the held-out predictions less than this is the last one read
 RULE_MEMBERS = 4    # members planned where the member rule chooses among them on held-out context rows
 SHORT_MEMBERS = 2   # members read where it cannot (no rows held out): one of each reading of the numbers
-SURE_ONES = 2       # members in a row whose held rows chose weight 1, after which no engine reads them
+SURE_ONES = 2       # members in a row whose held rows chose weight 1 (or one that chose it clearly: `Blend.clear`),
+                    # after which no engine reads them
 
 
 def engine_runs_expected(runs: list[int], read: int, ones: int) -> int:
