@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Hashable
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,8 @@ from feat_engine.preprocess import date_format, format_number, number_format, pa
 from feat_engine.preprocess.text_values import SHAPE_VALUES
 
 from . import figures, numbers
+
+WHEN = "%Y-%m-%d %H:%M:%S"     # a date read from text whose format no longer reads (a column of one empty cell)
 from .io import TableError
 
 
@@ -112,8 +115,14 @@ def _text_read_as_values(s: pd.Series, values: pd.Series) -> bool:
 def _written_like(s: pd.Series, values: pd.Series) -> pd.Series:
     """`values` (numbers or dates read from the text column s) as text the way s writes them."""
     if pd.api.types.is_datetime64_any_dtype(values):
-        return values.dt.strftime(date_format(s) or "%Y-%m-%d %H:%M:%S").astype(object)
+        return values.dt.strftime(date_format(s) or WHEN).astype(object)
     return values.map(_number_writer(s), na_action="ignore").astype(object)
+
+
+def _date_writer(s: pd.Series) -> Callable[[Any], str]:
+    """A date written as the text column s writes its dates ("Jan 1960", "03/01/2024")."""
+    fmt = date_format(s) or WHEN
+    return lambda v: pd.Timestamp(v).strftime(fmt)
 
 
 def _number_writer(s: pd.Series) -> Callable[[float], str]:
@@ -122,13 +131,13 @@ def _number_writer(s: pd.Series) -> Callable[[float], str]:
     return partial(format_number, shape)
 
 
-def number_writers(original: pd.DataFrame, filled: pd.DataFrame) -> dict[Hashable, Callable[[float], str]]:
-    """For each column the file holds as text that came back as numbers (`filled`'s), a function writing a number the
-    way the column writes its values, read off its first SHAPE_VALUES rows: what `merge_columns` writes filled
-    cells with, for a view that writes numbers about those cells (a typical error "± $2,300")."""
+def value_writers(original: pd.DataFrame, filled: pd.DataFrame) -> dict[Hashable, Callable[[Any], str]]:
+    """For each column the file holds as text that came back as numbers or dates (`filled`'s), a function writing one
+    value the way the column writes its values, read off its first SHAPE_VALUES rows: what `merge_columns` writes
+    filled cells with, for a view that writes about those cells (a filled "Jan 1960", a typical error "± $2,300")."""
     head = original.head(SHAPE_VALUES)
-    return {c: _number_writer(head[c]) for c in filled.columns if c in original.columns
-            and pd.api.types.is_numeric_dtype(filled[c]) and _text_read_as_values(original[c], filled[c])}
+    return {c: _number_writer(head[c]) if pd.api.types.is_numeric_dtype(filled[c]) else _date_writer(head[c])
+            for c in filled.columns if c in original.columns and _text_read_as_values(original[c], filled[c])}
 
 
 HIGHLIGHT = "background-color: #ffe08a; font-weight: 600"

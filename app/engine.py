@@ -263,7 +263,8 @@ def what_feat_did(est: fe.FEATClassifier | fe.FEATRegressor) -> list[str]:
     dates = [f"'{c.name}' as its {summary.date_parts(c.parts)}"
              for c in est.preprocessor_.plan_ if c.kind == "datetime" and not c.levels and len(c.parts) > 1]
     read_as = "" if d == est.n_features_in_ else f" (read as {d} features{': ' if dates else ''}{'; '.join(dates)})"
-    said = [f"FEAT learned from {n:,} example rows and {est.n_features_in_} columns{read_as} by reading them, without "
+    columns = f"{est.n_features_in_} column{'s' if est.n_features_in_ != 1 else ''}"
+    said = [f"FEAT learned from {n:,} example rows and {columns}{read_as} by reading them, without "
             "training on them." if plan.rows == n else
             f"FEAT read {plan.rows:,} of the {n:,} example rows, a random share, to stay within its reading budget "
             f"(a few minutes on two cores); the classical model beside it learned from all {n:,}."]
@@ -363,7 +364,8 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
     category; "typical error ± 3.1" for a number, that cell's own), least sure first within each column. The
     values are written as their column's known cells are (`numbers.column_format`: a year 2017, a count 1,927, a
     price 80.07), the typical error as a number (money: to the column's decimals); a column the file writes its
-    own way ("$1,234", "12%"), value and error alike, by its function in `writers` (`downloads.number_writers`)."""
+    own way ("$1,234", "12%", "Jan 1960"), its value (and a number's error) by its function in `writers`
+    (`downloads.value_writers`)."""
     rows = []
     for c in filled.columns:
         at = np.flatnonzero(mask[c].to_numpy()) if c in mask else []
@@ -375,7 +377,7 @@ def confidence_table(filled: pd.DataFrame, mask: pd.DataFrame, confidence: pd.Da
         error_kind = "money" if fmt.kind == "money" else "number"
         decimals = _error_decimals(confidence[c].iloc[at].to_numpy(dtype=float) if c in confidence else [], error_kind,
                                    fmt.decimals)
-        write = (writers or {}).get(c) if number else None
+        write = (writers or {}).get(c)
         for i in at:
             v = confidence[c].iloc[i] if c in confidence else np.nan
             shown = (write or fmt)(filled[c].iloc[i])      # as the table above writes its column

@@ -1184,7 +1184,7 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
     read = pd.DataFrame({"salary": [65400.0, 61776.4, 40700.0]})
     miss = pd.DataFrame({"salary": [False, True, False]})
     sure = engine.confidence_table(read, miss, pd.DataFrame({"salary": [np.nan, 22906.24, np.nan]}),
-                                   {"salary": "numeric"}, downloads.number_writers(file, read))
+                                   {"salary": "numeric"}, downloads.value_writers(file, read))
     assert sure[["filled with", "how sure"]].values.tolist() == [["$61,776", "typical error ± $22,906"]]
     assert downloads.as_written(file, read, miss, {})[0]["salary"][1] == "$61,776"
     sure = engine.confidence_table(read, miss, pd.DataFrame({"salary": [np.nan, 22906.24, np.nan]}), {"salary": "numeric"})
@@ -1192,6 +1192,12 @@ def test_tables_charts_and_the_report_write_each_column_by_its_kind_and_download
     days = pd.DataFrame({"day": pd.date_range("2024-03-01", periods=3, tz="Europe/Paris")})   # as the table writes it
     sure = engine.confidence_table(days, pd.DataFrame({"day": [False, True, False]}), pd.DataFrame(), {"day": "numeric"})
     assert sure["filled with"].tolist() == ["2024-03-02"] and sure["how sure"].tolist() == [""]
+    months = pd.DataFrame({"m": ["Jan 1960", None, "Mar 1960"]})       # a date the file writes as text, as written
+    read = pd.DataFrame({"m": pd.to_datetime(["1960-01-01", "1960-02-01", "1960-03-01"])})
+    sure = engine.confidence_table(read, months.isna(), pd.DataFrame(), {"m": "numeric"},
+                                   downloads.value_writers(months, read))
+    assert sure["filled with"].tolist() == ["Feb 1960"]
+    assert downloads.as_written(months, read, months.isna(), {})[0]["m"][1] == "Feb 1960"
 
 
 def test_fit_progress_names_the_rows_feat_reads(monkeypatch):

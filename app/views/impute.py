@@ -91,7 +91,7 @@ with result_area.container():
 
     st.markdown("#### How sure FEAT is of each filled cell")
     sure = engine.confidence_table(filled, mask, res["confidence"], res["types"],
-                                   downloads.number_writers(ds["df"], filled))
+                                   downloads.value_writers(ds["df"], filled))
     st.caption("A category cell: how likely FEAT thinks the value filled in is. A number cell: the typical error FEAT "
                "made on known cells of that column that it set aside to check itself, in the column's units: about two "
                "in three of its errors there were smaller.")
