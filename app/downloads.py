@@ -15,7 +15,7 @@ from feat_engine.preprocess.text_values import SHAPE_VALUES
 
 from . import figures, numbers
 
-WHEN = "%Y-%m-%d %H:%M:%S"     # a date read from text whose format no longer reads (a column of one empty cell)
+WHEN = "%Y-%m-%d %H:%M:%S"     # a date of a text column whose own format its cells do not show (all of them empty)
 from .io import TableError
 
 
