@@ -118,6 +118,9 @@ def test_a_date_that_rows_share_is_read_again_as_levels_measured_on_the_targets_
     assert any("'day' both as a date and as a category" in line for line in said)
     assert "480 example rows and 2 columns (read as 5 features: 'day' as its date, month and weekday)" in said[0]
     assert np.isfinite(est.predict(X.iloc[480:])).all()
+    with pytest.warns(FEATDataWarning, match="'day' holds dates"):
+        one = FEATRegressor(n_estimators=1).fit(X[["day"]].iloc[:480], y[:480])
+    assert "480 example rows and 1 column (read as 4 features" in what_feat_did(one)[0]
 
 
 def test_target_stats_are_cross_fitted_and_queries_get_level_means():
